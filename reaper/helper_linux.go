@@ -1,0 +1,358 @@
+package reaper
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// helperEnv marks the re-executed binary as a reaper; the socket to the manager is fd 3.
+const helperEnv = "PTYHUB_REAPER"
+
+// The hook that turns any binary importing this package into a reaper when the manager
+// re-executes it. It never returns in that case.
+func init() {
+	if os.Getenv(helperEnv) != "1" {
+		return
+	}
+	if _, err := unix.Getsockname(3); err != nil {
+		return // not started by a manager: carry on as a normal program
+	}
+	os.Exit(helperMain())
+}
+
+// helper is the reaper process's state.
+type helper struct {
+	conn *net.UnixConn
+	self int
+	wmu  sync.Mutex // serialises messages to the manager
+
+	// mu guards leaders and is held around fork and around reaping, so a leader's exit is
+	// never reaped before its pid is recorded and its spawn reply is sent.
+	mu      sync.Mutex
+	leaders map[int]string // live leader pid → tag
+	tags    map[string]int // tag → leader pid (kept after the leader exits, for sid attribution)
+}
+
+func helperMain() int {
+	// Handled signals are reset to their defaults in children; without this a manager
+	// started with & or nohup would pass ignored SIGINT/SIGHUP on to every session.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGPIPE,
+		syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM,
+		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "ptyhub reaper: PR_SET_CHILD_SUBREAPER: %v\n", err)
+		return 1
+	}
+	// Children get fds 0-2 only: whatever the manager inherited without close-on-exec
+	// (and passed on to us) must not leak into sessions.
+	closeOnExecAll()
+	fc, err := net.FileConn(os.NewFile(3, "reaper-socket"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ptyhub reaper: %v\n", err)
+		return 1
+	}
+	h := &helper{conn: fc.(*net.UnixConn), self: os.Getpid(),
+		leaders: map[int]string{}, tags: map[string]int{}}
+
+	// The reaping goroutine: owns every wait. Stops when the process exits.
+	go func() {
+		for range chld {
+			h.reap()
+		}
+	}()
+	// The signal goroutine: TERM means shut down as if the manager went away.
+	done := make(chan struct{})
+	go func() {
+		for s := range sigs {
+			if s == syscall.SIGTERM {
+				close(done)
+				return
+			}
+		}
+	}()
+	// The request loop; it ends when the manager closes the socket or dies.
+	reqDone := make(chan struct{})
+	go func() {
+		defer close(reqDone)
+		buf, oob := make([]byte, maxPacket), make([]byte, unix.CmsgSpace(4*8))
+		for {
+			m, fds, err := recv(h.conn, buf, oob)
+			if err != nil {
+				return
+			}
+			if m.Op == opShutdown {
+				h.sweepAll()
+				h.reply(m, &msg{})
+				return
+			}
+			h.handle(m, fds)
+		}
+	}()
+	select {
+	case <-reqDone:
+	case <-done:
+	}
+	h.sweepAll()
+	return 0
+}
+
+func (h *helper) handle(m *msg, fds []int) {
+	switch m.Op {
+	case opSpawn:
+		h.spawn(m, fds)
+	case opKill:
+		closeAll(fds)
+		// A sweep can take the grace period: run it aside so other requests go on.
+		go func() {
+			surv := h.sweep(m.Tag, time.Duration(m.GraceMs)*time.Millisecond, m.Wait, func(s []Survivor) {
+				if !m.Wait {
+					h.reply(m, &msg{Survivors: s})
+				}
+			})
+			if m.Wait {
+				h.reply(m, &msg{Survivors: surv})
+			}
+		}()
+	case opSignal:
+		closeAll(fds)
+		h.mu.Lock()
+		pid, ok := h.tags[m.Tag]
+		_, alive := h.leaders[pid]
+		var err error
+		if ok && alive {
+			// The leader is unreaped (its zombie holds the id), so the group id is ours.
+			err = unix.Kill(-pid, syscall.Signal(m.Sig))
+			if errors.Is(err, unix.ESRCH) {
+				err = unix.Kill(pid, syscall.Signal(m.Sig))
+			}
+		} else {
+			err = errors.New("session has exited")
+		}
+		h.mu.Unlock()
+		r := &msg{}
+		if err != nil {
+			r.Err = err.Error()
+		}
+		h.reply(m, r)
+	default:
+		closeAll(fds)
+		h.reply(m, &msg{Err: "unknown op " + m.Op})
+	}
+}
+
+func (h *helper) reply(req, r *msg) {
+	r.ID, r.Op = req.ID, opReply
+	h.wmu.Lock()
+	send(h.conn, r, nil)
+	h.wmu.Unlock()
+}
+
+func (h *helper) spawn(m *msg, fds []int) {
+	defer closeAll(fds)
+	if len(fds) != 3 {
+		h.reply(m, &msg{Err: fmt.Sprintf("spawn needs 3 fds, got %d", len(fds))})
+		return
+	}
+	attr := &syscall.ProcAttr{
+		Dir:   m.Dir,
+		Env:   m.Env,
+		Files: []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])},
+		Sys:   &syscall.SysProcAttr{Setsid: true, Setctty: m.Ctty, Ctty: 0},
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	pid, err := syscall.ForkExec(m.Path, m.Argv, attr)
+	if err != nil {
+		r := &msg{Err: err.Error()}
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			r.Errno = int(errno)
+		}
+		h.reply(m, r)
+		return
+	}
+	h.leaders[pid] = m.Tag
+	h.tags[m.Tag] = pid
+	// Sent under mu: the reply reaches the manager before the exit event can.
+	h.reply(m, &msg{Pid: pid})
+}
+
+// reap collects every child that changed state; leaders' exits go to the manager.
+func (h *helper) reap() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WUNTRACED, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if pid <= 0 || err != nil {
+			return
+		}
+		tag, isLeader := h.leaders[pid]
+		if ws.Stopped() {
+			// As tmux does: a stopped leader can never be resumed by anyone else, so
+			// continue it, unless it stopped to read or write the terminal.
+			if isLeader && ws.StopSignal() != syscall.SIGTTIN && ws.StopSignal() != syscall.SIGTTOU {
+				unix.Kill(pid, syscall.SIGCONT)
+			}
+			continue
+		}
+		if !isLeader {
+			continue // an orphan that re-parented to us
+		}
+		delete(h.leaders, pid)
+		h.wmu.Lock()
+		send(h.conn, &msg{Op: opExit, Pid: pid, Tag: tag, Status: int(ws)}, nil)
+		h.wmu.Unlock()
+	}
+}
+
+// members returns the live processes of the session tagged tag: the leader's subtree, and
+// orphans re-parented to the reaper whose session id is the leader's or whose environment
+// carries PTYHUB_SESSION=tag. With tag "", every descendant of the reaper.
+func (h *helper) members(tab map[int]*proc, tag string) []*proc {
+	h.mu.Lock()
+	leaderPid, known := h.tags[tag]
+	leaderOf := make(map[int]string, len(h.leaders))
+	for pid, t := range h.leaders {
+		leaderOf[pid] = t
+	}
+	sidOf := make(map[int]string, len(h.tags))
+	for t, pid := range h.tags {
+		sidOf[pid] = t
+	}
+	h.mu.Unlock()
+	if tag != "" && !known {
+		return nil
+	}
+	children := make(map[int][]*proc)
+	for _, p := range tab {
+		children[p.ppid] = append(children[p.ppid], p)
+	}
+	var out []*proc
+	var walk func(p *proc)
+	walk = func(p *proc) {
+		if !p.dead() {
+			out = append(out, p)
+		}
+		for _, c := range children[p.pid] {
+			walk(c)
+		}
+	}
+	for _, c := range children[h.self] {
+		if tag == "" {
+			walk(c)
+			continue
+		}
+		owner, ok := leaderOf[c.pid]
+		if !ok {
+			owner, ok = sidOf[c.sid]
+		}
+		if !ok && environHas(c.pid, EnvSession+"="+tag) {
+			owner, ok = tag, true
+		}
+		if ok && owner == tag {
+			walk(c)
+		}
+	}
+	_ = leaderPid
+	return out
+}
+
+// sweep ends every process of the session tagged tag (every descendant with tag ""):
+// SIGHUP+SIGCONT and SIGTERM to all, then, after the grace period or as soon as they are
+// gone, rounds of SIGSTOP+SIGKILL until none is left. first is called with the processes
+// found by the first pass; the same list is returned.
+func (h *helper) sweep(tag string, grace time.Duration, _ bool, first func([]Survivor)) []Survivor {
+	found := h.members(scanProcs(), tag)
+	surv := make([]Survivor, 0, len(found))
+	for _, p := range found {
+		surv = append(surv, Survivor{PID: p.pid, Command: commandLine(p.pid)})
+	}
+	for _, p := range found {
+		unix.Kill(p.pid, syscall.SIGHUP)
+		unix.Kill(p.pid, syscall.SIGCONT)
+		unix.Kill(p.pid, syscall.SIGTERM)
+	}
+	if first != nil {
+		first(surv)
+	}
+	if len(found) == 0 {
+		h.forget(tag)
+		return surv
+	}
+	deadline := time.Now().Add(grace)
+	wait := time.Millisecond
+	for time.Now().Before(deadline) {
+		time.Sleep(wait)
+		wait = min(wait*2, 50*time.Millisecond)
+		if len(h.members(scanProcs(), tag)) == 0 {
+			h.forget(tag)
+			return surv
+		}
+	}
+	for range 100 {
+		left := h.members(scanProcs(), tag)
+		if len(left) == 0 {
+			break
+		}
+		// Stop first so a fork storm cannot outrun the kills.
+		for _, p := range left {
+			unix.Kill(p.pid, syscall.SIGSTOP)
+		}
+		for _, p := range left {
+			unix.Kill(p.pid, syscall.SIGKILL)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	h.forget(tag)
+	return surv
+}
+
+// forget drops a session whose leader is gone and whose tree is empty.
+func (h *helper) forget(tag string) {
+	if tag == "" {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if pid, ok := h.tags[tag]; ok {
+		if _, alive := h.leaders[pid]; !alive {
+			delete(h.tags, tag)
+		}
+	}
+}
+
+// sweepAll ends every process the reaper ever started, with a short grace.
+func (h *helper) sweepAll() {
+	h.sweep("", 500*time.Millisecond, true, nil)
+	h.reap()
+}
+
+// closeOnExecAll marks every open fd above 2 close-on-exec.
+func closeOnExecAll() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
+}

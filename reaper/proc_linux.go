@@ -1,0 +1,90 @@
+package reaper
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// proc is one line of the process table, read from /proc/PID/stat.
+type proc struct {
+	pid, ppid, pgid, sid int
+	state                byte
+}
+
+// scanProcs reads the process table. Processes that vanish while it reads are skipped.
+func scanProcs() map[int]*proc {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	tab := make(map[int]*proc, len(names))
+	buf := make([]byte, 512)
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		if p := readStat(pid, buf); p != nil {
+			tab[pid] = p
+		}
+	}
+	return tab
+}
+
+func readStat(pid int, buf []byte) *proc {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	n, _ := f.Read(buf)
+	f.Close()
+	b := buf[:n]
+	// "pid (comm) state ppid pgrp session ..."; comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return nil
+	}
+	fields := strings.Fields(string(b[i+2:]))
+	if len(fields) < 4 {
+		return nil
+	}
+	p := &proc{pid: pid, state: fields[0][0]}
+	p.ppid, _ = strconv.Atoi(fields[1])
+	p.pgid, _ = strconv.Atoi(fields[2])
+	p.sid, _ = strconv.Atoi(fields[3])
+	return p
+}
+
+func (p *proc) dead() bool { return p.state == 'Z' || p.state == 'X' }
+
+// environHas reports whether /proc/PID/environ holds the exact entry kv ("K=V").
+func environHas(pid int, kv string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for _, e := range bytes.Split(b, []byte{0}) {
+		if string(e) == kv {
+			return true
+		}
+	}
+	return false
+}
+
+// commandLine returns the process's command line, shortened, for reports.
+func commandLine(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || len(b) == 0 {
+		b, _ = os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		return strings.TrimSpace(string(b))
+	}
+	s := strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

@@ -1,0 +1,267 @@
+// Package reaper runs the helper process that starts, reaps and kills the process trees
+// of sessions.
+//
+// One reaper serves one manager. It is the same binary re-executed (an init hook in this
+// package takes over when the environment says so), so any program that imports this
+// package can run sessions. The reaper is a child subreaper (PR_SET_CHILD_SUBREAPER):
+// daemons that escape their session with setsid re-parent to it, so a kill finds them. It
+// owns every wait (one wait4(-1) loop), so no exit status is stolen. When its socket to the
+// manager closes — the manager exited or was killed with SIGKILL — it kills every process
+// it started and exits, so nothing outlives a crashed manager.
+package reaper
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// EnvSession is the variable every session's processes carry (value: the session UUID).
+// The reaper uses it to find escaped daemons of a session after their parents died.
+const EnvSession = "PTYHUB_SESSION"
+
+// DefaultGrace is how long a kill waits after SIGTERM before SIGKILL.
+const DefaultGrace = 2 * time.Second
+
+// ErrDead is returned once the reaper process is gone.
+var ErrDead = errors.New("reaper: helper process is gone")
+
+// Survivor is a process found in a session's tree when it was swept.
+type Survivor struct {
+	PID     int    `json:"pid"`
+	Command string `json:"command"`
+}
+
+// Spec says what to start.
+type Spec struct {
+	Path string   // resolved program path
+	Argv []string // argv[0] included
+	Env  []string
+	Dir  string
+	Ctty bool   // make stdin the controlling terminal (stdin must be a pty slave)
+	Tag  string // the session UUID; also expected in Env as PTYHUB_SESSION
+}
+
+// Exit is the end of a leader: its raw wait status, or Err when the reaper died first.
+type Exit struct {
+	Status syscall.WaitStatus
+	Err    error
+}
+
+// Reaper is the manager's handle on its helper process. Safe for concurrent use.
+type Reaper struct {
+	cmd  *exec.Cmd
+	conn *net.UnixConn
+	log  *slog.Logger
+	wmu  sync.Mutex
+
+	mu      sync.Mutex
+	nextID  uint64
+	pending map[uint64]chan *msg
+	exits   map[int]chan Exit
+	dead    bool
+
+	done chan struct{} // closed when the helper process has exited and been waited for
+}
+
+// Start launches the helper process. logger may be nil.
+func Start(logger *slog.Logger) (*Reaper, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("reaper: find own executable: %w", err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reaper: socketpair: %w", err)
+	}
+	local, remote := os.NewFile(uintptr(fds[0]), "reaper"), os.NewFile(uintptr(fds[1]), "reaper-remote")
+	defer remote.Close()
+	cmd := exec.Command(exe)
+	cmd.Args[0] = "ptyhub-reaper"
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	cmd.ExtraFiles = []*os.File{remote}
+	cmd.Stderr = os.Stderr
+	// Its own process group: a ^C typed at the manager's terminal must not reach it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		local.Close()
+		return nil, fmt.Errorf("reaper: start helper: %w", err)
+	}
+	fc, err := net.FileConn(local)
+	local.Close()
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("reaper: %w", err)
+	}
+	r := &Reaper{cmd: cmd, conn: fc.(*net.UnixConn), log: logger,
+		pending: map[uint64]chan *msg{}, exits: map[int]chan Exit{}, done: make(chan struct{})}
+	// The read loop: owned by the Reaper, ends when the helper closes the socket or dies.
+	go r.readLoop()
+	// The waiter: one goroutine blocked in Wait for the helper's whole life.
+	go func() {
+		err := cmd.Wait()
+		r.conn.Close()
+		if err != nil {
+			r.log.Debug("reaper exited", "err", err)
+		}
+		r.fail()
+		close(r.done)
+	}()
+	return r, nil
+}
+
+func (r *Reaper) readLoop() {
+	buf, oob := make([]byte, maxPacket), make([]byte, unix.CmsgSpace(4*8))
+	for {
+		m, fds, err := recv(r.conn, buf, oob)
+		if err != nil {
+			r.fail()
+			return
+		}
+		closeAll(fds)
+		r.mu.Lock()
+		switch m.Op {
+		case opReply:
+			if ch, ok := r.pending[m.ID]; ok {
+				delete(r.pending, m.ID)
+				if m.Pid > 0 && m.Err == "" {
+					// Registered before any later message (the exit) is read.
+					r.exits[m.Pid] = make(chan Exit, 1)
+				}
+				ch <- m
+			}
+		case opExit:
+			if ch, ok := r.exits[m.Pid]; ok {
+				delete(r.exits, m.Pid)
+				ch <- Exit{Status: syscall.WaitStatus(m.Status)}
+			}
+		}
+		r.mu.Unlock()
+	}
+}
+
+// fail marks the reaper dead: pending calls fail and every leader's exit channel reports
+// ErrDead.
+func (r *Reaper) fail() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dead {
+		return
+	}
+	r.dead = true
+	for id, ch := range r.pending {
+		ch <- &msg{Err: ErrDead.Error()}
+		delete(r.pending, id)
+	}
+	for pid, ch := range r.exits {
+		ch <- Exit{Err: ErrDead}
+		delete(r.exits, pid)
+	}
+}
+
+func (r *Reaper) call(m *msg, fds []int) (*msg, error) {
+	ch := make(chan *msg, 1)
+	r.mu.Lock()
+	if r.dead {
+		r.mu.Unlock()
+		return nil, ErrDead
+	}
+	r.nextID++
+	m.ID = r.nextID
+	r.pending[m.ID] = ch
+	r.mu.Unlock()
+	r.wmu.Lock()
+	err := send(r.conn, m, fds)
+	r.wmu.Unlock()
+	if err != nil {
+		r.mu.Lock()
+		delete(r.pending, m.ID)
+		r.mu.Unlock()
+		return nil, err
+	}
+	resp := <-ch
+	if resp.Err == ErrDead.Error() {
+		return nil, ErrDead
+	}
+	return resp, nil
+}
+
+// Spawn starts spec with the given stdin, stdout and stderr (the caller keeps and closes
+// its copies). It returns the leader's pid and a channel that receives its exit once.
+func (r *Reaper) Spawn(spec Spec, stdin, stdout, stderr *os.File) (int, <-chan Exit, error) {
+	resp, err := r.call(&msg{Op: opSpawn, Path: spec.Path, Argv: spec.Argv, Env: spec.Env,
+		Dir: spec.Dir, Ctty: spec.Ctty, Tag: spec.Tag},
+		[]int{int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd())})
+	if err != nil {
+		return 0, nil, err
+	}
+	if resp.Err != "" {
+		if resp.Errno != 0 {
+			return 0, nil, &os.PathError{Op: "exec", Path: spec.Path, Err: syscall.Errno(resp.Errno)}
+		}
+		return 0, nil, fmt.Errorf("reaper: spawn: %s", resp.Err)
+	}
+	r.mu.Lock()
+	ch := r.exits[resp.Pid]
+	r.mu.Unlock()
+	if ch == nil { // the reaper died between the reply and now
+		ch = make(chan Exit, 1)
+		ch <- Exit{Err: ErrDead}
+	}
+	return resp.Pid, ch, nil
+}
+
+// Kill ends every process of the session tagged tag: SIGHUP+SIGCONT and SIGTERM, then
+// SIGKILL after grace for whatever is left, until nothing is. It returns the processes
+// found, as soon as the first signals went out (wait false) or once all are gone (wait true).
+func (r *Reaper) Kill(tag string, grace time.Duration, wait bool) ([]Survivor, error) {
+	resp, err := r.call(&msg{Op: opKill, Tag: tag, GraceMs: int(grace / time.Millisecond), Wait: wait}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Err != "" {
+		return nil, errors.New(resp.Err)
+	}
+	return resp.Survivors, nil
+}
+
+// SignalGroup sends sig to the leader's process group while the leader is unreaped.
+func (r *Reaper) SignalGroup(tag string, sig syscall.Signal) error {
+	resp, err := r.call(&msg{Op: opSignal, Tag: tag, Sig: int(sig)}, nil)
+	if err != nil {
+		return err
+	}
+	if resp.Err != "" {
+		return errors.New(resp.Err)
+	}
+	return nil
+}
+
+// Close asks the helper to end every process it started and waits for it to exit (at
+// most timeout, then it is killed).
+func (r *Reaper) Close(timeout time.Duration) error {
+	go r.call(&msg{Op: opShutdown}, nil)
+	select {
+	case <-r.done:
+		return nil
+	case <-time.After(timeout):
+		r.cmd.Process.Kill()
+		<-r.done
+		return errors.New("reaper: helper did not exit in time; killed")
+	}
+}
+
+// Pid is the helper's process id.
+func (r *Reaper) Pid() int { return r.cmd.Process.Pid }

@@ -1,0 +1,219 @@
+package reaper
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ptyhub/ptyhub/pty"
+)
+
+// TestMain lets the test binary act as a crashing manager (see TestManagerCrash).
+func TestMain(m *testing.M) {
+	if os.Getenv("REAPER_TEST_MANAGER") == "1" {
+		crashingManager()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func startReaper(t *testing.T) *Reaper {
+	t.Helper()
+	r, err := Start(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(10 * time.Second) })
+	return r
+}
+
+// spawnPTY starts argv on a new pty and returns the master and the exit channel.
+func spawnPTY(t *testing.T, r *Reaper, tag string, argv ...string) (*pty.Master, int, <-chan Exit) {
+	t.Helper()
+	m, slave, err := pty.Open(24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), EnvSession+"="+tag, "PS1=$ ")
+	pid, exit, err := r.Spawn(Spec{Path: path, Argv: argv, Env: env, Ctty: true, Tag: tag}, slave, slave, slave)
+	slave.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, pid, exit
+}
+
+func TestSpawnExitStatus(t *testing.T) {
+	r := startReaper(t)
+	cases := []struct {
+		script string
+		want   pty.ExitStatus
+	}{
+		{"exit 0", pty.ExitStatus{Code: 0}},
+		{"exit 3", pty.ExitStatus{Code: 3}},
+		{"kill -TERM $$", pty.ExitStatus{Code: -1, Signal: syscall.SIGTERM}},
+		{"kill -KILL $$", pty.ExitStatus{Code: -1, Signal: syscall.SIGKILL}},
+	}
+	for i, c := range cases {
+		m, _, exit := spawnPTY(t, r, fmt.Sprint("exit-", i), "sh", "-c", c.script)
+		go io.Copy(io.Discard, m)
+		e := <-exit
+		if e.Err != nil {
+			t.Fatal(e.Err)
+		}
+		if got := pty.DecodeWaitStatus(e.Status); got != c.want {
+			t.Errorf("%q: got %+v, want %+v", c.script, got, c.want)
+		}
+	}
+}
+
+func TestSpawnOutputAndChildState(t *testing.T) {
+	r := startReaper(t)
+	// The child has a controlling tty, fds 0-2 only, default dispositions, nothing blocked.
+	m, _, exit := spawnPTY(t, r, "state", "sh", "-c",
+		`echo via-dev-tty > /dev/tty; ls /proc/self/fd | tr '\n' ' '; echo; grep -E '^Sig(Ign|Blk)' /proc/self/status`)
+	out, _ := io.ReadAll(m)
+	<-exit
+	s := string(out)
+	for _, want := range []string{"via-dev-tty", "0 1 2 3 \r\n", "SigIgn:\t0000000000000000", "SigBlk:\t0000000000000000"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+// alive reports which of pids still exist and are not zombies.
+func alive(pids []int) []int {
+	var out []int
+	for _, pid := range pids {
+		if p := readStat(pid, make([]byte, 512)); p != nil && !p.dead() {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// waitGone polls until none of pids is alive; the limit only bounds a failing test.
+func waitGone(t *testing.T, pids []int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if len(alive(pids)) == 0 {
+			return
+		}
+	}
+	t.Fatalf("still alive: %v", alive(pids))
+}
+
+// jobScript starts, under an interactive bash, the jobs that defeat killpg (EDGE-CASES 21,
+// 23): a plain job, a job ignoring HUP and TERM, a nohup job, a setsid escaper, and a
+// foreground job; it prints their pids.
+const jobScript = `sleep 1001 & echo PID $!
+(trap '' HUP TERM; exec sleep 1002) & echo PID $!
+nohup sleep 1004 >/dev/null 2>&1 & echo PID $!
+setsid sh -c 'echo PID $$; exec sleep 1005' </dev/null 2>/dev/null &
+sleep 0.2; echo READY; sleep 1003
+`
+
+func readPids(t *testing.T, rd *bufio.Reader, n int) []int {
+	t.Helper()
+	var pids []int
+	for len(pids) < n {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading pids: %v (have %v)", err, pids)
+		}
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "PID ") {
+			pid, err := strconv.Atoi(strings.TrimPrefix(line, "PID "))
+			if err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+func TestKillJobControlTree(t *testing.T) {
+	r := startReaper(t)
+	m, leader, exit := spawnPTY(t, r, "jobs", "bash", "--norc", "--noprofile", "-i")
+	if _, err := m.Write([]byte("stty -echo\n" + jobScript)); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(m)
+	pids := append(readPids(t, rd, 4), leader)
+	go io.Copy(io.Discard, rd)
+	surv, err := r.Kill("jobs", DefaultGrace, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := <-exit; e.Err != nil {
+		t.Fatal(e.Err)
+	}
+	waitGone(t, pids)
+	if len(surv) < 5 {
+		t.Errorf("kill found %d processes, want at least 5 (bash, 4 jobs, foreground sleep): %+v", len(surv), surv)
+	}
+}
+
+// TestManagerCrash kills a manager with SIGKILL and expects the reaper to end every
+// process of its sessions, SIGHUP-ignoring ones and setsid escapers included.
+func TestManagerCrash(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "REAPER_TEST_MANAGER=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(out)
+	pids := readPids(t, rd, 6) // reaper, leader, and 4 jobs
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitGone(t, pids)
+}
+
+// crashingManager starts a reaper and a job-control session, prints the pids, then waits
+// to be killed.
+func crashingManager() {
+	r, err := Start(nil)
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(1)
+	}
+	m, slave, _ := pty.Open(24, 80)
+	path, _ := exec.LookPath("bash")
+	env := append(os.Environ(), EnvSession+"=crash")
+	pid, _, err := r.Spawn(Spec{Path: path, Argv: []string{"bash", "--norc", "--noprofile", "-i"}, Env: env, Ctty: true, Tag: "crash"}, slave, slave, slave)
+	slave.Close()
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(1)
+	}
+	fmt.Printf("PID %d\nPID %d\n", r.Pid(), pid)
+	m.Write([]byte("stty -echo\n" + jobScript))
+	rd := bufio.NewReader(m)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			os.Exit(1)
+		}
+		if strings.HasPrefix(strings.TrimSpace(line), "PID ") {
+			fmt.Print(strings.TrimSpace(line) + "\n")
+		}
+	}
+}

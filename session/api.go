@@ -1,0 +1,234 @@
+package session
+
+import (
+	"context"
+	"errors"
+)
+
+// Service is what the MCP layer and the CLI talk to. The in-process Client and the
+// server's socket client (a later issue) both satisfy it, so callers do not care which
+// they have. Every method is safe for concurrent use.
+//
+// Errors that come from bad arguments wrap ErrInvalid (a caller such as the MCP layer
+// turns them into tool errors a model can act on); errors about the session wrap
+// ErrNotFound or ErrExited.
+type Service interface {
+	// Exec starts a session and collects its output for the yield window (SPEC §3.3).
+	Exec(ctx context.Context, req ExecRequest) (*Result, error)
+	// Write types into a session, then collects. Empty input polls.
+	Write(ctx context.Context, req WriteRequest) (*Result, error)
+	// Read re-reads output without moving the agent cursor.
+	Read(ctx context.Context, req ReadRequest) (*Result, error)
+	// List describes every session of the manager.
+	List(ctx context.Context) (*ListResult, error)
+	// Kill ends a session's processes (or sends one signal) and optionally forgets it.
+	Kill(ctx context.Context, req KillRequest) (*KillResult, error)
+	// Resize changes a session's window size (the program gets SIGWINCH).
+	Resize(ctx context.Context, req ResizeRequest) (*ResizeResult, error)
+}
+
+var (
+	// ErrInvalid marks a bad argument.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrNotFound marks an unknown (or removed) session id.
+	ErrNotFound = errors.New("unknown session")
+	// ErrExited marks an operation that needs a running session.
+	ErrExited = errors.New("session has exited")
+	// ErrLimit marks the session limit being reached with nothing prunable.
+	ErrLimit = errors.New("session limit reached")
+)
+
+// Defaults and limits of the tool interface (SPEC §3.3, §3.4).
+const (
+	DefaultExecYieldMs  = 10_000
+	DefaultWriteYieldMs = 250
+	MaxYieldMs          = 600_000
+	DefaultRows         = 24
+	DefaultCols         = 80
+	MaxRows             = 1000
+	MaxCols             = 1000
+	// MaxInputBytes caps one write: larger payloads belong in a file.
+	MaxInputBytes = 1 << 20
+	// MaxCanonLine is the kernel's canonical-mode line limit (N_TTY_BUF_SIZE-1).
+	MaxCanonLine = 4095
+)
+
+// ExecRequest is the input of exec_command. Exactly one of Cmd and Argv is set.
+type ExecRequest struct {
+	Cmd             string            `json:"cmd,omitempty" jsonschema:"shell command line, run as $SHELL -c CMD (give cmd or argv, not both)"`
+	Argv            []string          `json:"argv,omitempty" jsonschema:"program and arguments, executed directly and resolved on PATH (instead of cmd)"`
+	Workdir         string            `json:"workdir,omitempty" jsonschema:"working directory, absolute or relative to the server's; must exist"`
+	Shell           string            `json:"shell,omitempty" jsonschema:"shell used for cmd (default $SHELL, else /bin/bash, else /bin/sh)"`
+	Login           bool              `json:"login,omitempty" jsonschema:"run cmd in a login shell (-lc); slower, default false"`
+	TTY             *bool             `json:"tty,omitempty" jsonschema:"run on a pseudo-terminal (default true); false uses plain pipes with stdout and stderr merged"`
+	Env             map[string]string `json:"env,omitempty" jsonschema:"environment variables merged over the inherited environment"`
+	ClearEnv        bool              `json:"clear_env,omitempty" jsonschema:"start from an empty environment instead of the inherited one"`
+	Stdin           string            `json:"stdin,omitempty" jsonschema:"text written to the program right after it starts"`
+	CloseStdin      bool              `json:"close_stdin,omitempty" jsonschema:"send end-of-file after stdin"`
+	Rows            int               `json:"rows,omitempty" jsonschema:"terminal rows (default 24)"`
+	Cols            int               `json:"cols,omitempty" jsonschema:"terminal columns (default 80)"`
+	YieldTimeMs     *int64            `json:"yield_time_ms,omitempty" jsonschema:"how long to wait for output before returning, in ms (default 10000, max 600000); returns earlier when the program exits or matches wait_for"`
+	MaxOutputTokens *int64            `json:"max_output_tokens,omitempty" jsonschema:"token budget of the returned output (default 10000); longer output keeps its head and tail"`
+	WaitFor         string            `json:"wait_for,omitempty" jsonschema:"regular expression (Go RE2 syntax): return as soon as new output matches it"`
+	TimeoutMs       int64             `json:"timeout_ms,omitempty" jsonschema:"hard time limit in ms: the session is killed at the limit and reported as timed out (exit code 124)"`
+	Profile         string            `json:"profile,omitempty" jsonschema:"environment profile: agent (default: TERM=xterm-256color, NO_COLOR=1, pagers off, UTF-8 locale) or plain"`
+}
+
+// WriteRequest is the input of write_stdin.
+type WriteRequest struct {
+	SessionID       string   `json:"session_id" jsonschema:"session id: the short number, the UUID, or a unique UUID prefix"`
+	Chars           string   `json:"chars,omitempty" jsonschema:"bytes to type; JSON escapes carry control keys: \\u0003 is Ctrl-C, \\u0004 Ctrl-D, \\u001b[A Up; end a line with \\n"`
+	Keys            []string `json:"keys,omitempty" jsonschema:"tmux-style key names typed after chars, e.g. C-c, Enter, Up, Tab, Escape, F1, BSpace"`
+	CloseStdin      bool     `json:"close_stdin,omitempty" jsonschema:"send end-of-file after the input (Ctrl-D on a terminal, close of the pipe otherwise)"`
+	YieldTimeMs     *int64   `json:"yield_time_ms,omitempty" jsonschema:"how long to wait for output, in ms (default 250, max 600000); 0 returns what is there now"`
+	MaxOutputTokens *int64   `json:"max_output_tokens,omitempty" jsonschema:"token budget of the returned output (default 10000)"`
+	WaitFor         string   `json:"wait_for,omitempty" jsonschema:"regular expression: return as soon as new output matches it"`
+}
+
+// ReadRequest is the input of read_output.
+type ReadRequest struct {
+	SessionID       string `json:"session_id" jsonschema:"session id: the short number, the UUID, or a unique UUID prefix"`
+	View            string `json:"view,omitempty" jsonschema:"text (default: escapes removed, progress bars collapsed), raw (bytes as printed) or screen (the terminal screen as a human sees it)"`
+	From            *int64 `json:"from,omitempty" jsonschema:"raw byte offset to read from (default: the start of what is kept, or see tail_lines)"`
+	To              *int64 `json:"to,omitempty" jsonschema:"raw byte offset to stop at (default: the end)"`
+	TailLines       int    `json:"tail_lines,omitempty" jsonschema:"return only the last N lines"`
+	MaxOutputTokens *int64 `json:"max_output_tokens,omitempty" jsonschema:"token budget of the returned output (default 10000)"`
+}
+
+// KillRequest is the input of kill_session.
+type KillRequest struct {
+	SessionID string `json:"session_id" jsonschema:"session id: the short number, the UUID, or a unique UUID prefix"`
+	Signal    string `json:"signal,omitempty" jsonschema:"send only this signal (INT, TERM, KILL, HUP, QUIT, USR1, ...) instead of ending every process of the session; INT goes to the foreground process group"`
+	Remove    bool   `json:"remove,omitempty" jsonschema:"forget the session after ending it (its output is no longer readable)"`
+}
+
+// ResizeRequest is the input of resize_session.
+type ResizeRequest struct {
+	SessionID string `json:"session_id" jsonschema:"session id: the short number, the UUID, or a unique UUID prefix"`
+	Rows      int    `json:"rows" jsonschema:"terminal rows, 1 to 1000"`
+	Cols      int    `json:"cols" jsonschema:"terminal columns, 1 to 1000"`
+}
+
+// Ended names a session that ended (listed once in ended_since_last_call).
+type Ended struct {
+	SessionID string `json:"session_id"`
+	Command   string `json:"command"`
+	ExitCode  *int   `json:"exit_code,omitempty"`
+	Signal    string `json:"signal,omitempty"`
+	TimedOut  bool   `json:"timed_out,omitempty"`
+}
+
+// Survivor is a process of a session that outlived its leader and was killed.
+type Survivor struct {
+	PID     int    `json:"pid"`
+	Command string `json:"command"`
+}
+
+// Notices are carried by every result: what the caller should learn without asking.
+type Notices struct {
+	EndedSinceLastCall []Ended  `json:"ended_since_last_call"`
+	Warnings           []string `json:"warnings"`
+}
+
+// Returned-because values of Result.ReturnedBecause.
+const (
+	BecauseExit            = "exit"
+	BecauseWaitingForInput = "waiting_for_input"
+	BecausePattern         = "pattern"
+	BecauseDeadline        = "deadline"
+	BecauseCancelled       = "cancelled"
+	BecauseRead            = "read" // read_output: no waiting involved
+)
+
+// States of a session.
+const (
+	StateRunning = "running"
+	StateExited  = "exited"
+)
+
+// Result is what exec_command, write_stdin and read_output return: the structuredContent
+// of SPEC §4, also printed by `ptyhub exec --json`.
+type Result struct {
+	SessionID          string     `json:"session_id"`
+	UUID               string     `json:"uuid"`
+	State              string     `json:"state"`
+	ExitCode           *int       `json:"exit_code,omitempty"`
+	Signal             string     `json:"signal,omitempty"`
+	CoreDumped         bool       `json:"core_dumped,omitempty"`
+	TimedOut           bool       `json:"timed_out"`
+	ReturnedBecause    string     `json:"returned_because"`
+	WallTimeMs         float64    `json:"wall_time_ms"`
+	Output             string     `json:"output"`
+	OriginalTokenCount *int       `json:"original_token_count,omitempty"`
+	TruncatedRange     *[2]int64  `json:"truncated_range,omitempty"`
+	NextOffset         int64      `json:"next_offset"`
+	PasswordPrompt     bool       `json:"password_prompt"`
+	HumanInputBytes    int64      `json:"human_input_bytes"`
+	Survivors          []Survivor `json:"survivors,omitempty"`
+	// MissedBytes counts output that left memory before this call could read it.
+	MissedBytes int64 `json:"missed_bytes,omitempty"`
+	// QueuedBytes counts input bytes of this call not yet written to the program.
+	QueuedBytes int `json:"queued_bytes,omitempty"`
+	// ChunkID identifies this result (the Codex text body's "Chunk ID").
+	ChunkID string `json:"chunk_id"`
+	// Profile is the environment profile the session was started with (exec only).
+	Profile string `json:"profile,omitempty"`
+	// Screen is set for view "screen" (a later issue).
+	Screen *Screen `json:"screen,omitempty"`
+	Notices
+}
+
+// Screen is the rendered terminal screen of a session.
+type Screen struct {
+	Rows      []string `json:"rows"`
+	CursorRow int      `json:"cursor_row"`
+	CursorCol int      `json:"cursor_col"`
+	AltScreen bool     `json:"alt_screen"`
+}
+
+// Info describes one session in a listing.
+type Info struct {
+	SessionID  string  `json:"session_id"`
+	UUID       string  `json:"uuid"`
+	Command    string  `json:"command"`
+	State      string  `json:"state"`
+	PID        int     `json:"pid"`
+	AgeMs      int64   `json:"age_ms"`
+	ExitCode   *int    `json:"exit_code,omitempty"`
+	Signal     string  `json:"signal,omitempty"`
+	TimedOut   bool    `json:"timed_out,omitempty"`
+	Clients    int     `json:"clients"`
+	LastLine   string  `json:"last_line"`
+	Owner      string  `json:"owner,omitempty"`
+	Rows       int     `json:"rows"`
+	Cols       int     `json:"cols"`
+	TTY        bool    `json:"tty"`
+	OutputSize int64   `json:"output_bytes"`
+	IdleMs     float64 `json:"idle_ms"`
+}
+
+// ListResult is what list_sessions returns.
+type ListResult struct {
+	Sessions []Info `json:"sessions"`
+	Notices
+}
+
+// KillResult is what kill_session returns.
+type KillResult struct {
+	SessionID  string     `json:"session_id"`
+	State      string     `json:"state"`
+	ExitCode   *int       `json:"exit_code,omitempty"`
+	Signal     string     `json:"signal,omitempty"`
+	SignalSent string     `json:"signal_sent,omitempty"`
+	Survivors  []Survivor `json:"survivors,omitempty"`
+	Removed    bool       `json:"removed"`
+	Notices
+}
+
+// ResizeResult is what resize_session returns.
+type ResizeResult struct {
+	SessionID string `json:"session_id"`
+	Rows      int    `json:"rows"`
+	Cols      int    `json:"cols"`
+	Notices
+}
