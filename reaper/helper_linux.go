@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -121,7 +122,7 @@ func (h *helper) handle(m *msg, fds []int) {
 				if !m.Wait {
 					h.reply(m, &msg{Survivors: s})
 				}
-			})
+			}, false)
 			if m.Wait {
 				h.reply(m, &msg{Survivors: surv})
 			}
@@ -188,12 +189,42 @@ func (h *helper) spawn(m *msg, fds []int) {
 	h.tags[m.Tag] = pid
 	// Sent under mu: the reply reaches the manager before the exit event can.
 	h.reply(m, &msg{Pid: pid})
+	go h.watch(pid)
 }
 
-// reap collects every child that changed state; leaders' exits go to the manager.
+// watch wakes the reaping loop as soon as the leader pid exits. A pidfd on the netpoller
+// wakes faster than SIGCHLD's trip through the runtime's signal goroutine, and costs no
+// thread while it waits. It does not reap (WNOWAIT): reap owns every wait. Ends when the
+// leader exits.
+func (h *helper) watch(pid int) {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return // SIGCHLD still wakes reap
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Read(func(fd uintptr) bool {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		return err != nil || siginfoPid(&info) != 0
+	})
+	h.reap()
+}
+
+// reap collects every child that changed state. A leader's exit goes to the manager
+// with the processes that outlived it, which are then swept aside.
 func (h *helper) reap() {
+	type ended struct {
+		pid    int
+		tag    string
+		status unix.WaitStatus
+	}
+	var done []ended
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WUNTRACED, nil)
@@ -201,7 +232,7 @@ func (h *helper) reap() {
 			continue
 		}
 		if pid <= 0 || err != nil {
-			return
+			break
 		}
 		tag, isLeader := h.leaders[pid]
 		if ws.Stopped() {
@@ -212,22 +243,30 @@ func (h *helper) reap() {
 			}
 			continue
 		}
-		if !isLeader {
-			continue // an orphan that re-parented to us
+		if isLeader {
+			delete(h.leaders, pid)
+			done = append(done, ended{pid, tag, ws})
 		}
-		delete(h.leaders, pid)
-		h.wmu.Lock()
-		send(h.conn, &msg{Op: opExit, Pid: pid, Tag: tag, Status: int(ws)}, nil)
-		h.wmu.Unlock()
+	}
+	h.mu.Unlock()
+	for _, e := range done {
+		// Whatever outlived the leader is named in the exit report and killed.
+		h.sweep(e.tag, DefaultGrace, false, func(surv []Survivor) {
+			h.wmu.Lock()
+			send(h.conn, &msg{Op: opExit, Pid: e.pid, Tag: e.tag, Status: int(e.status), Survivors: surv}, nil)
+			h.wmu.Unlock()
+		}, true)
 	}
 }
 
 // members returns the live processes of the session tagged tag: the leader's subtree, and
-// orphans re-parented to the reaper whose session id is the leader's or whose environment
-// carries PTYHUB_SESSION=tag. With tag "", every descendant of the reaper.
-func (h *helper) members(tab map[int]*proc, tag string) []*proc {
+// orphans re-parented to the reaper (and their subtrees) whose session id is the leader's
+// or whose environment carries PTYHUB_SESSION=tag. With tag "", every descendant of the
+// reaper. It walks /proc/PID/task/*/children, so it costs O(session), not O(machine).
+func (h *helper) members(tag string) []*proc {
 	h.mu.Lock()
 	leaderPid, known := h.tags[tag]
+	_, leaderAlive := h.leaders[leaderPid]
 	leaderOf := make(map[int]string, len(h.leaders))
 	for pid, t := range h.leaders {
 		leaderOf[pid] = t
@@ -240,37 +279,45 @@ func (h *helper) members(tab map[int]*proc, tag string) []*proc {
 	if tag != "" && !known {
 		return nil
 	}
-	children := make(map[int][]*proc)
-	for _, p := range tab {
-		children[p.ppid] = append(children[p.ppid], p)
+	tree := newProcTree()
+	buf := make([]byte, 512)
+	var roots []int
+	if tag != "" && leaderAlive {
+		roots = append(roots, leaderPid)
 	}
-	var out []*proc
-	var walk func(p *proc)
-	walk = func(p *proc) {
-		if !p.dead() {
-			out = append(out, p)
-		}
-		for _, c := range children[p.pid] {
-			walk(c)
-		}
-	}
-	for _, c := range children[h.self] {
+	for _, c := range tree.children(h.self) {
 		if tag == "" {
-			walk(c)
+			roots = append(roots, c)
 			continue
 		}
-		owner, ok := leaderOf[c.pid]
-		if !ok {
-			owner, ok = sidOf[c.sid]
+		if _, isLeader := leaderOf[c]; isLeader {
+			continue // a live leader: its own session (ours is already a root)
 		}
-		if !ok && environHas(c.pid, EnvSession+"="+tag) {
+		owner, ok := "", false
+		if p := readStat(c, buf); p != nil {
+			owner, ok = sidOf[p.sid]
+		}
+		if !ok && environHas(c, EnvSession+"="+tag) {
 			owner, ok = tag, true
 		}
 		if ok && owner == tag {
-			walk(c)
+			roots = append(roots, c)
 		}
 	}
-	_ = leaderPid
+	var out []*proc
+	seen := map[int]bool{}
+	for len(roots) > 0 {
+		pid := roots[len(roots)-1]
+		roots = roots[:len(roots)-1]
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		if p := readStat(pid, buf); p != nil && !p.dead() {
+			out = append(out, p)
+		}
+		roots = append(roots, tree.children(pid)...)
+	}
 	return out
 }
 
@@ -278,8 +325,11 @@ func (h *helper) members(tab map[int]*proc, tag string) []*proc {
 // SIGHUP+SIGCONT and SIGTERM to all, then, after the grace period or as soon as they are
 // gone, rounds of SIGSTOP+SIGKILL until none is left. first is called with the processes
 // found by the first pass; the same list is returned.
-func (h *helper) sweep(tag string, grace time.Duration, _ bool, first func([]Survivor)) []Survivor {
-	found := h.members(scanProcs(), tag)
+//
+// With aside set, sweep returns right after calling first and the escalation goes on in
+// its own goroutine (owned by the sweep; it ends when the session's tree is empty).
+func (h *helper) sweep(tag string, grace time.Duration, _ bool, first func([]Survivor), aside bool) []Survivor {
+	found := h.members(tag)
 	surv := make([]Survivor, 0, len(found))
 	for _, p := range found {
 		surv = append(surv, Survivor{PID: p.pid, Command: commandLine(p.pid)})
@@ -296,18 +346,28 @@ func (h *helper) sweep(tag string, grace time.Duration, _ bool, first func([]Sur
 		h.forget(tag)
 		return surv
 	}
+	if aside {
+		go h.escalate(tag, grace)
+		return surv
+	}
+	h.escalate(tag, grace)
+	return surv
+}
+
+// escalate waits up to grace for the session's processes to go, then kills what is left.
+func (h *helper) escalate(tag string, grace time.Duration) {
 	deadline := time.Now().Add(grace)
 	wait := time.Millisecond
 	for time.Now().Before(deadline) {
 		time.Sleep(wait)
 		wait = min(wait*2, 50*time.Millisecond)
-		if len(h.members(scanProcs(), tag)) == 0 {
+		if len(h.members(tag)) == 0 {
 			h.forget(tag)
-			return surv
+			return
 		}
 	}
 	for range 100 {
-		left := h.members(scanProcs(), tag)
+		left := h.members(tag)
 		if len(left) == 0 {
 			break
 		}
@@ -321,7 +381,6 @@ func (h *helper) sweep(tag string, grace time.Duration, _ bool, first func([]Sur
 		time.Sleep(2 * time.Millisecond)
 	}
 	h.forget(tag)
-	return surv
 }
 
 // forget drops a session whose leader is gone and whose tree is empty.
@@ -340,7 +399,7 @@ func (h *helper) forget(tag string) {
 
 // sweepAll ends every process the reaper ever started, with a short grace.
 func (h *helper) sweepAll() {
-	h.sweep("", 500*time.Millisecond, true, nil)
+	h.sweep("", 500*time.Millisecond, true, nil, false)
 	h.reap()
 }
 
@@ -355,4 +414,15 @@ func closeOnExecAll() {
 			syscall.CloseOnExec(fd)
 		}
 	}
+}
+
+// siginfoPid extracts si_pid from a siginfo filled by waitid (0: no child has exited).
+func siginfoPid(info *unix.Siginfo) int32 {
+	// si_signo, si_errno, si_code (3×int32), padding on 64-bit, then si_pid.
+	b := (*[32]byte)(unsafe.Pointer(info))
+	off := 12
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		off = 16
+	}
+	return *(*int32)(unsafe.Pointer(&b[off]))
 }

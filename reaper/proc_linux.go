@@ -88,3 +88,51 @@ func commandLine(pid int) string {
 	}
 	return s
 }
+
+// procTree answers "children of pid" from /proc/PID/task/*/children, or, on kernels
+// without that file, from one scan of the whole process table.
+type procTree struct {
+	byParent map[int][]int // set once the fallback scan ran
+}
+
+func newProcTree() *procTree { return &procTree{} }
+
+func (t *procTree) children(pid int) []int {
+	if t.byParent == nil {
+		if kids, ok := readChildren(pid); ok {
+			return kids
+		}
+		t.byParent = map[int][]int{}
+		for _, p := range scanProcs() {
+			t.byParent[p.ppid] = append(t.byParent[p.ppid], p.pid)
+		}
+	}
+	return t.byParent[pid]
+}
+
+// readChildren reads the children of every thread of pid. ok is false when the kernel
+// has no children files (CONFIG_PROC_CHILDREN off); a vanished pid has none.
+func readChildren(pid int) (kids []int, ok bool) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, true // gone
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(dir + task.Name() + "/children")
+		if err != nil {
+			if os.IsNotExist(err) {
+				if _, serr := os.Stat(dir + task.Name()); serr == nil {
+					return nil, false // the thread exists but the file does not
+				}
+			}
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				kids = append(kids, n)
+			}
+		}
+	}
+	return kids, true
+}

@@ -53,7 +53,16 @@ type Spec struct {
 // Exit is the end of a leader: its raw wait status, or Err when the reaper died first.
 type Exit struct {
 	Status syscall.WaitStatus
-	Err    error
+	// Survivors are the processes of the session that outlived the leader; the reaper
+	// is killing them (HUP+CONT, TERM, then KILL after the grace period).
+	Survivors []Survivor
+	Err       error
+}
+
+// reply is a response, with the exit channel of a spawned leader.
+type reply struct {
+	*msg
+	exit chan Exit
 }
 
 // Reaper is the manager's handle on its helper process. Safe for concurrent use.
@@ -65,7 +74,7 @@ type Reaper struct {
 
 	mu      sync.Mutex
 	nextID  uint64
-	pending map[uint64]chan *msg
+	pending map[uint64]chan reply
 	exits   map[int]chan Exit
 	dead    bool
 
@@ -106,7 +115,7 @@ func Start(logger *slog.Logger) (*Reaper, error) {
 		return nil, fmt.Errorf("reaper: %w", err)
 	}
 	r := &Reaper{cmd: cmd, conn: fc.(*net.UnixConn), log: logger,
-		pending: map[uint64]chan *msg{}, exits: map[int]chan Exit{}, done: make(chan struct{})}
+		pending: map[uint64]chan reply{}, exits: map[int]chan Exit{}, done: make(chan struct{})}
 	// The read loop: owned by the Reaper, ends when the helper closes the socket or dies.
 	go r.readLoop()
 	// The waiter: one goroutine blocked in Wait for the helper's whole life.
@@ -136,16 +145,18 @@ func (r *Reaper) readLoop() {
 		case opReply:
 			if ch, ok := r.pending[m.ID]; ok {
 				delete(r.pending, m.ID)
+				rep := reply{msg: m}
 				if m.Pid > 0 && m.Err == "" {
 					// Registered before any later message (the exit) is read.
-					r.exits[m.Pid] = make(chan Exit, 1)
+					rep.exit = make(chan Exit, 1)
+					r.exits[m.Pid] = rep.exit
 				}
-				ch <- m
+				ch <- rep
 			}
 		case opExit:
 			if ch, ok := r.exits[m.Pid]; ok {
 				delete(r.exits, m.Pid)
-				ch <- Exit{Status: syscall.WaitStatus(m.Status)}
+				ch <- Exit{Status: syscall.WaitStatus(m.Status), Survivors: m.Survivors}
 			}
 		}
 		r.mu.Unlock()
@@ -162,7 +173,7 @@ func (r *Reaper) fail() {
 	}
 	r.dead = true
 	for id, ch := range r.pending {
-		ch <- &msg{Err: ErrDead.Error()}
+		ch <- reply{msg: &msg{Err: ErrDead.Error()}}
 		delete(r.pending, id)
 	}
 	for pid, ch := range r.exits {
@@ -171,12 +182,12 @@ func (r *Reaper) fail() {
 	}
 }
 
-func (r *Reaper) call(m *msg, fds []int) (*msg, error) {
-	ch := make(chan *msg, 1)
+func (r *Reaper) call(m *msg, fds []int) (reply, error) {
+	ch := make(chan reply, 1)
 	r.mu.Lock()
 	if r.dead {
 		r.mu.Unlock()
-		return nil, ErrDead
+		return reply{}, ErrDead
 	}
 	r.nextID++
 	m.ID = r.nextID
@@ -189,11 +200,11 @@ func (r *Reaper) call(m *msg, fds []int) (*msg, error) {
 		r.mu.Lock()
 		delete(r.pending, m.ID)
 		r.mu.Unlock()
-		return nil, err
+		return reply{}, err
 	}
 	resp := <-ch
 	if resp.Err == ErrDead.Error() {
-		return nil, ErrDead
+		return reply{}, ErrDead
 	}
 	return resp, nil
 }
@@ -213,14 +224,7 @@ func (r *Reaper) Spawn(spec Spec, stdin, stdout, stderr *os.File) (int, <-chan E
 		}
 		return 0, nil, fmt.Errorf("reaper: spawn: %s", resp.Err)
 	}
-	r.mu.Lock()
-	ch := r.exits[resp.Pid]
-	r.mu.Unlock()
-	if ch == nil { // the reaper died between the reply and now
-		ch = make(chan Exit, 1)
-		ch <- Exit{Err: ErrDead}
-	}
-	return resp.Pid, ch, nil
+	return resp.Pid, resp.exit, nil
 }
 
 // Kill ends every process of the session tagged tag: SIGHUP+SIGCONT and SIGTERM, then

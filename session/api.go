@@ -165,6 +165,8 @@ type Result struct {
 	PasswordPrompt     bool       `json:"password_prompt"`
 	HumanInputBytes    int64      `json:"human_input_bytes"`
 	Survivors          []Survivor `json:"survivors,omitempty"`
+	// DurationMs is how long the program ran, once it has exited.
+	DurationMs float64 `json:"duration_ms,omitempty"`
 	// MissedBytes counts output that left memory before this call could read it.
 	MissedBytes int64 `json:"missed_bytes,omitempty"`
 	// QueuedBytes counts input bytes of this call not yet written to the program.

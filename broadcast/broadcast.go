@@ -1,0 +1,314 @@
+// Package broadcast is a session's output hub: one producer appends bytes to
+// an offset-addressed ring, and any number of readers read from their own
+// absolute offsets at their own pace.
+//
+// The producer never blocks on a reader: Write takes a short mutex, copies the
+// bytes and wakes waiters. A reader that falls more than the retained window
+// behind is neither waited for nor dropped; its next read starts at the oldest
+// byte still held and reports exactly how many bytes it missed, so for every
+// reader bytes read + bytes missed == End() once it reaches the end.
+package broadcast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// DefaultRetain is the number of most recent bytes a hub keeps in memory when
+// New is given retain <= 0.
+const DefaultRetain = 4 << 20
+
+// initialSize is the ring's first allocation; it doubles as output arrives,
+// up to retain, so an idle or quiet session costs little.
+const initialSize = 4 << 10
+
+var (
+	// ErrClosed is returned by Write after Close.
+	ErrClosed = errors.New("broadcast: write to closed hub")
+	// ErrOffset is returned by ReadAt for an offset below 0 or beyond End().
+	ErrOffset = errors.New("broadcast: offset out of range")
+)
+
+// closedChan is what Notify returns once the hub is closed.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// Hub is an append-only byte stream with absolute offsets that keeps its most
+// recent retain bytes in memory. All methods are safe for concurrent use.
+type Hub struct {
+	retain int
+
+	mu     sync.Mutex
+	buf    []byte // the ring: offset o is at buf[o%len(buf)]; grows up to retain
+	start  int64  // oldest offset held
+	end    int64  // one past the newest offset written
+	closed bool
+	err    error
+	notify chan struct{} // nil unless someone waits; closed and cleared by Write and Close
+}
+
+// New returns an empty, open hub that keeps the most recent retain bytes
+// (DefaultRetain if retain <= 0). No ring memory is allocated until the first
+// Write.
+func New(retain int) *Hub {
+	if retain <= 0 {
+		retain = DefaultRetain
+	}
+	return &Hub{retain: retain}
+}
+
+// Write appends a copy of p to the stream and wakes every waiter; an empty p
+// does nothing. It is meant for the single producer and never blocks on
+// readers: it holds the hub's mutex only to copy p (and, while the ring is
+// below retain, to grow it by one allocation). Of a p longer than retain
+// only the last retain bytes are kept, but End advances by len(p). After
+// Close it returns 0, ErrClosed.
+func (h *Hub) Write(p []byte) (int, error) {
+	n := len(p)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return 0, ErrClosed
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if n > h.retain {
+		// The head of p passes by unseen; everything held before goes too.
+		h.end += int64(n - h.retain)
+		h.start = h.end
+		p = p[n-h.retain:]
+	}
+	h.grow(int(h.end-h.start) + len(p))
+	put(h.buf, h.end, p)
+	h.end += int64(len(p))
+	h.start = max(h.start, h.end-int64(len(h.buf)))
+	h.wake()
+	return n, nil
+}
+
+// grow makes the ring hold at least need bytes (capped at retain), doubling
+// from initialSize, and moves the held bytes to their places in the new ring.
+func (h *Hub) grow(need int) {
+	if need <= len(h.buf) || len(h.buf) == h.retain {
+		return
+	}
+	size := len(h.buf)
+	if size == 0 {
+		size = min(initialSize, h.retain)
+	}
+	for size < need && size < h.retain {
+		size = min(size*2, h.retain)
+	}
+	nb := make([]byte, size)
+	for off := h.start; off < h.end; {
+		s := span(h.buf, off, int(h.end-off))
+		put(nb, off, s)
+		off += int64(len(s))
+	}
+	h.buf = nb
+}
+
+// Close marks the end of the stream and wakes every waiter. Readers still get
+// the bytes held, then io.EOF. Calling it again does nothing.
+func (h *Hub) Close() { h.CloseWithError(nil) }
+
+// CloseWithError is Close that also records why the stream ended, returned
+// later by Err. Only the first Close or CloseWithError counts.
+func (h *Hub) CloseWithError(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	h.closed, h.err = true, err
+	h.wake()
+}
+
+// wake closes the notify channel, if anyone asked for one. h.mu must be held.
+func (h *Hub) wake() {
+	if h.notify != nil {
+		close(h.notify)
+		h.notify = nil
+	}
+}
+
+// Closed reports whether Close or CloseWithError has been called.
+func (h *Hub) Closed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
+
+// Err returns the error given to CloseWithError, or nil.
+func (h *Hub) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// End returns the offset one past the last byte written.
+func (h *Hub) End() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.end
+}
+
+// Start returns the oldest offset still held in memory; it is
+// max(0, End()-retain).
+func (h *Hub) Start() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.start
+}
+
+// ReadAt copies bytes from offset off into p without blocking. If off is
+// below Start() the bytes from off to Start() have left memory: it reads from
+// Start() instead and reports missed = Start()-off. With nothing to read at
+// the end of the stream it returns (0, missed, io.EOF) once the hub is
+// closed, else (0, missed, nil); wait with Notify or WaitFor. An off below 0
+// or beyond End() is an ErrOffset error.
+func (h *Hub) ReadAt(p []byte, off int64) (n int, missed int64, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if off < 0 || off > h.end {
+		return 0, 0, fmt.Errorf("%w: %d not in [0, %d]", ErrOffset, off, h.end)
+	}
+	if off < h.start {
+		missed, off = h.start-off, h.start
+	}
+	n = int(min(int64(len(p)), h.end-off))
+	get(h.buf, off, p[:n])
+	if n == 0 && off == h.end && h.closed {
+		err = io.EOF
+	}
+	return n, missed, err
+}
+
+// Notify returns a channel that is closed at the next Write or Close after
+// the call, or one already closed if the hub is closed. To wait without
+// missing a write, call Notify before reading and select on the channel when
+// the read found nothing. The channel is only allocated when asked for, so a
+// hub that nobody waits on costs Write nothing.
+func (h *Hub) Notify() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.notifyLocked()
+}
+
+func (h *Hub) notifyLocked() chan struct{} {
+	if h.closed {
+		return closedChan
+	}
+	if h.notify == nil {
+		h.notify = make(chan struct{})
+	}
+	return h.notify
+}
+
+// WaitFor blocks until End() > off (a byte at off or later can be read), the
+// hub is closed, or ctx is done. It returns ctx.Err() in the last case, else
+// nil.
+func (h *Hub) WaitFor(ctx context.Context, off int64) error {
+	for {
+		h.mu.Lock()
+		if h.end > off || h.closed {
+			h.mu.Unlock()
+			return nil
+		}
+		ch := h.notifyLocked()
+		h.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Tail returns a copy of the last min(n, End()-Start()) bytes held and the
+// offset of its first byte. It is what a newly attached client repaints from.
+func (h *Hub) Tail(n int) (data []byte, from int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	k := min(int64(max(n, 0)), h.end-h.start)
+	data = make([]byte, k)
+	get(h.buf, h.end-k, data)
+	return data, h.end - k
+}
+
+// Cursor is one reader's position in a hub. A Cursor is not safe for
+// concurrent use; give each reader its own.
+type Cursor struct {
+	h   *Hub
+	off int64
+}
+
+// NewCursor returns a cursor at offset off (0 for everything still held,
+// h.End() for only what comes next).
+func (h *Hub) NewCursor(off int64) *Cursor { return &Cursor{h: h, off: off} }
+
+// Offset returns the offset the next Read starts at.
+func (c *Cursor) Offset() int64 { return c.off }
+
+// Seek moves the cursor, with io.Seeker's meaning of whence (io.SeekEnd is
+// relative to End(), so Seek(0, io.SeekEnd) skips to live output), and
+// returns the new offset. A result below 0 or beyond End() is an ErrOffset
+// error and leaves the cursor where it was; one below Start() is allowed and
+// reported as missed by the next Read.
+func (c *Cursor) Seek(offset int64, whence int) (int64, error) {
+	end := c.h.End()
+	off := offset
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		off += c.off
+	case io.SeekEnd:
+		off += end
+	default:
+		return c.off, fmt.Errorf("broadcast: Seek: invalid whence %d", whence)
+	}
+	if off < 0 || off > end {
+		return c.off, fmt.Errorf("%w: %d not in [0, %d]", ErrOffset, off, end)
+	}
+	c.off = off
+	return off, nil
+}
+
+// Read is ReadAt at the cursor's offset, and advances the cursor past the
+// bytes missed and read. It does not block: (0, 0, nil) means nothing new
+// yet; io.EOF means the hub is closed and everything was read or missed.
+func (c *Cursor) Read(p []byte) (n int, missed int64, err error) {
+	n, missed, err = c.h.ReadAt(p, c.off)
+	c.off += missed + int64(n)
+	return n, missed, err
+}
+
+// span returns the contiguous part of ring buf that starts at offset off,
+// at most n bytes long.
+func span(buf []byte, off int64, n int) []byte {
+	i := int(off % int64(len(buf)))
+	return buf[i:min(len(buf), i+n)]
+}
+
+// put copies p into ring buf at offset off, wrapping at the end.
+func put(buf []byte, off int64, p []byte) {
+	for len(p) > 0 {
+		c := copy(span(buf, off, len(p)), p)
+		p, off = p[c:], off+int64(c)
+	}
+}
+
+// get copies len(p) bytes at offset off out of ring buf.
+func get(buf []byte, off int64, p []byte) {
+	for len(p) > 0 {
+		c := copy(p, span(buf, off, len(p)))
+		p, off = p[c:], off+int64(c)
+	}
+}

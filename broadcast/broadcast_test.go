@@ -1,0 +1,625 @@
+package broadcast
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// stream returns n bytes of a fixed pseudo-random stream; byte i of every
+// call with n > i is the same, so a reader can check data by its offset.
+func stream(n int) []byte { return bigStream()[:n] }
+
+var bigStream = sync.OnceValue(func() []byte {
+	b := make([]byte, 64<<20)
+	rand.NewChaCha8([32]byte{'p', 't', 'y', 'h', 'u', 'b'}).Read(b)
+	return b
+})
+
+// drain reads c until it finds nothing new, checking every byte against want
+// and every missed count against the hub's Start. It returns bytes read and
+// missed.
+func drain(t *testing.T, h *Hub, c *Cursor, want []byte, buf []byte) (read, missed int64) {
+	t.Helper()
+	for {
+		off, start := c.Offset(), h.Start()
+		n, m, err := c.Read(buf)
+		if err != nil && err != io.EOF {
+			t.Fatalf("Read at %d: %v", off, err)
+		}
+		if wantM := max(0, start-off); m != wantM {
+			t.Fatalf("Read at %d (Start %d): missed %d, want %d", off, start, m, wantM)
+		}
+		got := off + m
+		if !bytes.Equal(buf[:n], want[got:got+int64(n)]) {
+			t.Fatalf("Read at %d: wrong bytes at %d..%d", off, got, got+int64(n))
+		}
+		read, missed = read+int64(n), missed+m
+		if n == 0 {
+			return read, missed
+		}
+	}
+}
+
+func TestWrapAround(t *testing.T) {
+	t.Parallel()
+	retains := []int{1, 2, 3, 7, 64, 4095, 4096, 4097, 5000, 3 << 12, 1 << 16}
+	for _, retain := range retains {
+		chunks := map[string]func(r *rand.Rand) int{
+			"1":           func(*rand.Rand) int { return 1 },
+			"3":           func(*rand.Rand) int { return 3 },
+			"retain-1":    func(*rand.Rand) int { return max(1, retain-1) },
+			"retain":      func(*rand.Rand) int { return retain },
+			"retain+1":    func(*rand.Rand) int { return retain + 1 },
+			"2*retain+5":  func(*rand.Rand) int { return 2*retain + 5 },
+			"random":      func(r *rand.Rand) int { return 1 + r.IntN(3*retain) },
+			"random-tiny": func(r *rand.Rand) int { return r.IntN(5) },
+		}
+		for name, chunk := range chunks {
+			t.Run(fmt.Sprintf("retain=%d/chunk=%s", retain, name), func(t *testing.T) {
+				t.Parallel()
+				total := 3*retain + 9000
+				if name == "1" || name == "3" || name == "random-tiny" {
+					total = min(total, 3*retain+100) // keep byte-at-a-time cases quick
+				}
+				want := stream(total + 3*retain + 5)
+				r := rand.New(rand.NewPCG(uint64(retain), 1))
+				h := New(retain)
+				every := h.NewCursor(0)   // reads after every write: never misses
+				lagging := h.NewCursor(0) // reads after every third write
+				var end, lagRead, lagMissed int64
+				buf := make([]byte, 2*retain+1000)
+				for w := 1; end < int64(total); w++ {
+					k := chunk(r)
+					n, err := h.Write(want[end : end+int64(k)])
+					if n != k || err != nil {
+						t.Fatalf("Write(%d bytes) = %d, %v", k, n, err)
+					}
+					end += int64(k)
+					if h.End() != end || h.Start() != max(0, end-int64(retain)) {
+						t.Fatalf("after %d bytes: Start, End = %d, %d; want %d, %d",
+							end, h.Start(), h.End(), max(0, end-int64(retain)), end)
+					}
+					if w&(w-1) == 0 { // the whole window, at power-of-two writes
+						full, from := h.Tail(retain + 1)
+						if from != h.Start() || !bytes.Equal(full, want[from:end]) {
+							t.Fatalf("Tail: %d bytes from %d, want window %d..%d", len(full), from, h.Start(), end)
+						}
+					}
+					if _, m := drain(t, h, every, want, buf[:1000]); m != 0 && k <= retain {
+						t.Fatalf("cursor reading every write missed %d bytes", m)
+					}
+					if w%3 == 0 {
+						rd, m := drain(t, h, lagging, want, buf[:1+r.IntN(2*retain)])
+						lagRead, lagMissed = lagRead+rd, lagMissed+m
+					}
+				}
+				rd, m := drain(t, h, lagging, want, buf[:retain])
+				if lagRead+rd+lagMissed+m != end {
+					t.Fatalf("lagging cursor: read %d + missed %d != End %d", lagRead+rd, lagMissed+m, end)
+				}
+			})
+		}
+	}
+}
+
+func TestGrowth(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		retain int
+		writes []int // sizes written in turn
+		sizes  []int // len(h.buf) after each write
+	}{
+		{DefaultRetain, []int{1, 4095, 1, 1 << 20, 8 << 20, 1}, []int{4096, 4096, 8192, 2 << 20, 4 << 20, 4 << 20}},
+		{5000, []int{4096, 1, 10}, []int{4096, 5000, 5000}},
+		{3 << 12, []int{5000, 5000}, []int{8192, 3 << 12}},
+		{100, []int{1}, []int{100}},
+		{1 << 16, []int{1 << 20}, []int{1 << 16}}, // chunk > retain goes straight to retain
+		{1 << 16, []int{0}, []int{0}},             // nothing written, nothing allocated
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.retain, tt.writes), func(t *testing.T) {
+			t.Parallel()
+			h := New(tt.retain)
+			if len(h.buf) != 0 {
+				t.Fatalf("New allocated %d bytes", len(h.buf))
+			}
+			want := stream(64 << 20)
+			var end int
+			for i, k := range tt.writes {
+				h.Write(want[end : end+k])
+				end += k
+				if len(h.buf) != tt.sizes[i] {
+					t.Fatalf("after writing %d bytes: ring is %d bytes, want %d", end, len(h.buf), tt.sizes[i])
+				}
+				start := max(0, end-tt.retain)
+				got, from := h.Tail(end)
+				if from != int64(start) || !bytes.Equal(got, want[start:end]) {
+					t.Fatalf("after growth: Tail is %d bytes from %d, want %d..%d", len(got), from, start, end)
+				}
+			}
+		})
+	}
+}
+
+func TestReadAt(t *testing.T) {
+	t.Parallel()
+	// retain 8, "0123456789abcdef" written: Start 8, End 16.
+	tests := []struct {
+		name    string
+		closed  bool
+		off     int64
+		size    int
+		want    string
+		missed  int64
+		wantErr error
+	}{
+		{"at Start", false, 8, 4, "89ab", 0, nil},
+		{"inside", false, 13, 10, "def", 0, nil},
+		{"before Start", false, 0, 4, "89ab", 8, nil},
+		{"before Start, all", false, 3, 100, "89abcdef", 5, nil},
+		{"empty p before Start", false, 3, 0, "", 5, nil},
+		{"last byte", false, 15, 4, "f", 0, nil},
+		{"at End", false, 16, 4, "", 0, nil},
+		{"at End closed", true, 16, 4, "", 0, io.EOF},
+		{"last byte closed", true, 15, 4, "f", 0, nil},
+		{"before Start closed", true, 1, 100, "89abcdef", 7, nil},
+		{"beyond End", false, 17, 4, "", 0, ErrOffset},
+		{"beyond End closed", true, 17, 4, "", 0, ErrOffset},
+		{"negative", false, -1, 4, "", 0, ErrOffset},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := New(8)
+			h.Write([]byte("0123"))
+			h.Write([]byte("456789abcdef"))
+			if tt.closed {
+				h.Close()
+			}
+			p := make([]byte, tt.size)
+			n, missed, err := h.ReadAt(p, tt.off)
+			if string(p[:n]) != tt.want || missed != tt.missed || !errors.Is(err, tt.wantErr) {
+				t.Errorf("ReadAt(%d bytes, %d) = %q, %d, %v; want %q, %d, %v",
+					tt.size, tt.off, p[:n], missed, err, tt.want, tt.missed, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestEmptyHub(t *testing.T) {
+	t.Parallel()
+	h := New(0)
+	if h.retain != DefaultRetain {
+		t.Errorf("New(0) retains %d, want %d", h.retain, DefaultRetain)
+	}
+	if n, m, err := h.ReadAt(make([]byte, 8), 0); n != 0 || m != 0 || err != nil {
+		t.Errorf("open empty hub: ReadAt = %d, %d, %v; want 0, 0, nil", n, m, err)
+	}
+	if data, from := h.Tail(10); len(data) != 0 || from != 0 {
+		t.Errorf("Tail of empty hub = %q, %d", data, from)
+	}
+	h.Close()
+	if n, m, err := h.ReadAt(make([]byte, 8), 0); n != 0 || m != 0 || err != io.EOF {
+		t.Errorf("closed empty hub: ReadAt = %d, %d, %v; want 0, 0, EOF", n, m, err)
+	}
+}
+
+func TestChunkLargerThanRetain(t *testing.T) {
+	t.Parallel()
+	h := New(10)
+	h.Write([]byte("xyz"))
+	c := h.NewCursor(0)
+	if n, err := h.Write([]byte("abcdefghijklmnopqrstuvwxy")); n != 25 || err != nil {
+		t.Fatalf("Write = %d, %v; want 25, nil", n, err)
+	}
+	if h.Start() != 18 || h.End() != 28 {
+		t.Fatalf("Start, End = %d, %d; want 18, 28", h.Start(), h.End())
+	}
+	p := make([]byte, 100)
+	n, missed, err := c.Read(p)
+	if string(p[:n]) != "pqrstuvwxy" || missed != 18 || err != nil {
+		t.Fatalf("Read = %q, %d, %v; want \"pqrstuvwxy\", 18, nil", p[:n], missed, err)
+	}
+	h.Write([]byte("123"))
+	if data, from := h.Tail(100); string(data) != "stuvwxy123" || from != 21 {
+		t.Fatalf("Tail = %q, %d; want \"stuvwxy123\", 21", data, from)
+	}
+}
+
+func TestClose(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("pty: EIO")
+	tests := []struct {
+		name  string
+		close func(*Hub)
+		err   error
+	}{
+		{"Close", (*Hub).Close, nil},
+		{"Close twice", func(h *Hub) { h.Close(); h.Close() }, nil},
+		{"CloseWithError", func(h *Hub) { h.CloseWithError(cause) }, cause},
+		{"CloseWithError(nil)", func(h *Hub) { h.CloseWithError(nil) }, nil},
+		{"first close wins", func(h *Hub) { h.Close(); h.CloseWithError(cause) }, nil},
+		{"first error wins", func(h *Hub) { h.CloseWithError(cause); h.CloseWithError(io.ErrUnexpectedEOF) }, cause},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := New(4)
+			h.Write([]byte("hello"))
+			c := h.NewCursor(0)
+			waiting := h.Notify()
+			if h.Closed() {
+				t.Fatal("Closed before Close")
+			}
+			tt.close(h)
+			if !h.Closed() || h.Err() != tt.err {
+				t.Fatalf("Closed, Err = %v, %v; want true, %v", h.Closed(), h.Err(), tt.err)
+			}
+			<-waiting // Close wakes waiters
+			<-h.Notify()
+			if err := h.WaitFor(context.Background(), 100); err != nil {
+				t.Fatalf("WaitFor on closed hub = %v", err)
+			}
+			if n, err := h.Write([]byte("more")); n != 0 || err != ErrClosed {
+				t.Fatalf("Write after Close = %d, %v; want 0, ErrClosed", n, err)
+			}
+			if h.End() != 5 {
+				t.Fatalf("End = %d after a refused write", h.End())
+			}
+			p := make([]byte, 10)
+			if n, m, err := c.Read(p); string(p[:n]) != "ello" || m != 1 || err != nil {
+				t.Fatalf("Read = %q, %d, %v; want held bytes first", p[:n], m, err)
+			}
+			for range 2 {
+				if n, m, err := c.Read(p); n != 0 || m != 0 || err != io.EOF {
+					t.Fatalf("Read at end = %d, %d, %v; want 0, 0, EOF", n, m, err)
+				}
+			}
+		})
+	}
+}
+
+func TestCursorSeek(t *testing.T) {
+	t.Parallel()
+	// retain 4, "abcdefghij" written: Start 6, End 10; the cursor starts at 7.
+	tests := []struct {
+		offset  int64
+		whence  int
+		want    int64 // offset after Seek
+		wantErr bool
+		read    string
+		missed  int64
+	}{
+		{0, io.SeekStart, 0, false, "ghij", 6},
+		{8, io.SeekStart, 8, false, "ij", 0},
+		{10, io.SeekStart, 10, false, "", 0},
+		{11, io.SeekStart, 7, true, "hij", 0},
+		{-1, io.SeekStart, 7, true, "hij", 0},
+		{2, io.SeekCurrent, 9, false, "j", 0},
+		{-3, io.SeekCurrent, 4, false, "ghij", 2},
+		{-8, io.SeekCurrent, 7, true, "hij", 0},
+		{0, io.SeekEnd, 10, false, "", 0},
+		{-1, io.SeekEnd, 9, false, "j", 0},
+		{1, io.SeekEnd, 7, true, "hij", 0},
+		{0, 42, 7, true, "hij", 0},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.offset, tt.whence), func(t *testing.T) {
+			t.Parallel()
+			h := New(4)
+			h.Write([]byte("abcdefghij"))
+			c := h.NewCursor(7)
+			got, err := c.Seek(tt.offset, tt.whence)
+			if got != tt.want || c.Offset() != tt.want || (err != nil) != tt.wantErr {
+				t.Fatalf("Seek(%d, %d) = %d, %v (Offset %d); want %d, error %v",
+					tt.offset, tt.whence, got, err, c.Offset(), tt.want, tt.wantErr)
+			}
+			if tt.wantErr && !errors.Is(err, ErrOffset) && tt.whence != 42 {
+				t.Fatalf("Seek error %v is not ErrOffset", err)
+			}
+			p := make([]byte, 10)
+			n, missed, err := c.Read(p)
+			if string(p[:n]) != tt.read || missed != tt.missed || err != nil {
+				t.Fatalf("Read after Seek = %q, %d, %v; want %q, %d, nil", p[:n], missed, err, tt.read, tt.missed)
+			}
+		})
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestNotify(t *testing.T) {
+	t.Parallel()
+	h := New(16)
+	if h.notify != nil {
+		t.Fatal("notify channel allocated before anyone asked")
+	}
+	h.Write([]byte("a"))
+	ch := h.Notify()
+	if isClosed(ch) {
+		t.Fatal("Notify channel closed before any write")
+	}
+	if ch2 := h.Notify(); ch2 != ch {
+		t.Fatal("second Notify without a write in between returned another channel")
+	}
+	h.Write(nil)
+	if isClosed(ch) {
+		t.Fatal("empty Write woke waiters")
+	}
+	h.Write([]byte("b"))
+	if !isClosed(ch) {
+		t.Fatal("Write did not close the Notify channel")
+	}
+	if h.notify != nil {
+		t.Fatal("Write left a channel behind")
+	}
+	ch = h.Notify()
+	if isClosed(ch) {
+		t.Fatal("Notify after a write returned a closed channel")
+	}
+
+	// A waiter in another goroutine, woken by a write there.
+	got := make(chan string)
+	c := h.NewCursor(h.End())
+	go func() { // ends once it has read the next write
+		wake := h.Notify()
+		p := make([]byte, 8)
+		for {
+			if n, _, _ := c.Read(p); n > 0 {
+				got <- string(p[:n])
+				return
+			}
+			<-wake
+			wake = h.Notify()
+		}
+	}()
+	go h.Write([]byte("c"))
+	if s := <-got; s != "c" {
+		t.Fatalf("waiter read %q, want \"c\"", s)
+	}
+	h.Close()
+	if !isClosed(ch) {
+		t.Fatal("Close did not close the Notify channel")
+	}
+}
+
+func TestWaitFor(t *testing.T) {
+	t.Parallel()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel := context.WithDeadline(context.Background(), time.Unix(1, 0))
+	defer cancel()
+	tests := []struct {
+		name   string
+		ctx    context.Context
+		off    int64
+		action func(h *Hub, cancel func()) // run concurrently with WaitFor
+		want   error
+	}{
+		{"byte already there", context.Background(), 2, nil, nil},
+		{"byte there, ctx done", canceled, 0, nil, nil},
+		{"write", context.Background(), 3, func(h *Hub, _ func()) { h.Write([]byte("d")) }, nil},
+		{"write past off", context.Background(), 10, func(h *Hub, _ func()) {
+			for range 10 {
+				h.Write([]byte("x"))
+			}
+		}, nil},
+		{"close", context.Background(), 3, func(h *Hub, _ func()) { h.Close() }, nil},
+		{"cancel", context.Background(), 3, func(_ *Hub, cancel func()) { cancel() }, context.Canceled},
+		{"canceled", canceled, 3, nil, context.Canceled},
+		{"deadline", expired, 3, nil, context.DeadlineExceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := New(4)
+			h.Write([]byte("abc"))
+			ctx, cancel := context.WithCancel(tt.ctx)
+			defer cancel()
+			if tt.action != nil {
+				go tt.action(h, cancel)
+			}
+			if err := h.WaitFor(ctx, tt.off); err != tt.want {
+				t.Fatalf("WaitFor = %v, want %v", err, tt.want)
+			}
+			if tt.want == nil && h.End() <= tt.off && !h.Closed() {
+				t.Fatalf("WaitFor returned with End %d <= %d on an open hub", h.End(), tt.off)
+			}
+		})
+	}
+}
+
+// TestConcurrent pushes 64 MiB of a known stream in random chunk sizes
+// through a 64 KiB ring while readers of every pace check each byte at its
+// offset and that read + missed adds up to the whole stream. The producer
+// either floods (readers miss most of it) or yields after every write, so
+// that fast readers also follow the ring around for long stretches.
+func TestConcurrent(t *testing.T) {
+	t.Parallel()
+	for _, producer := range []string{"flood", "yielding"} {
+		t.Run(producer, func(t *testing.T) {
+			t.Parallel()
+			testConcurrent(t, producer == "yielding")
+		})
+	}
+}
+
+func testConcurrent(t *testing.T, yielding bool) {
+	const total, retain = 64 << 20, 64 << 10
+	want := stream(total)
+	h := New(retain)
+	produced := make(chan struct{})
+
+	type reader struct {
+		name  string
+		buf   int
+		pace  func()     // called after every read
+		start func() int // offset to start at
+	}
+	fromZero := func() int { return 0 }
+	readers := []reader{
+		{"fast", 1 << 20, func() {}, fromZero},
+		{"fast-small", 4 << 10, func() {}, fromZero},
+		{"slow", 512, runtime.Gosched, fromZero},
+		{"tiny", 7, func() {}, fromZero},
+		{"stalled", 1 << 10, func() { <-produced }, fromZero},
+		{"late", 32 << 10, func() {}, func() int { <-produced; return int(h.End()) - 10 }},
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, rd := range readers {
+		wg.Go(func() { // ends at io.EOF (h.Close is deferred below) or the first failure
+			start := rd.start()
+			c := h.NewCursor(int64(start))
+			buf := make([]byte, rd.buf)
+			var read, missed int64
+			for {
+				off := c.Offset()
+				n, m, err := c.Read(buf)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Errorf("%s: Read at %d: %v", rd.name, off, err)
+					return
+				}
+				got := off + m
+				if !bytes.Equal(buf[:n], want[got:got+int64(n)]) {
+					t.Errorf("%s: wrong bytes at %d..%d", rd.name, got, got+int64(n))
+					return
+				}
+				read, missed = read+int64(n), missed+m
+				if n == 0 {
+					if err := h.WaitFor(context.Background(), c.Offset()); err != nil {
+						t.Errorf("%s: WaitFor: %v", rd.name, err)
+						return
+					}
+				}
+				rd.pace()
+			}
+			if int64(start)+read+missed != total {
+				t.Errorf("%s: start %d + read %d + missed %d != %d", rd.name, start, read, missed, total)
+			}
+			if rd.name == "stalled" && missed == 0 {
+				t.Errorf("stalled reader missed nothing of %d bytes through a %d-byte ring", total, retain)
+			}
+			t.Logf("%-10s read %9d missed %9d", rd.name, read, missed)
+		})
+	}
+	defer h.Close()
+	defer close(produced)
+
+	// The producer: random chunk sizes, now and then one larger than retain.
+	r := rand.New(rand.NewPCG(7, 7))
+	for off := 0; off < total; {
+		k := 1 + r.IntN(16<<10)
+		if r.IntN(100) == 0 {
+			k = retain + r.IntN(retain)
+		}
+		k = min(k, total-off)
+		if n, err := h.Write(want[off : off+k]); n != k || err != nil {
+			t.Fatalf("Write = %d, %v", n, err)
+		}
+		off += k
+		if yielding {
+			runtime.Gosched()
+		}
+	}
+}
+
+// TestIdleReaderDoesNotBlockProducer: readers that never read, and waiters
+// nobody serves, must not hold up the producer (EDGE-CASES 7). The test
+// passes by finishing.
+func TestIdleReaderDoesNotBlockProducer(t *testing.T) {
+	t.Parallel()
+	const total, retain = 16 << 20, 64 << 10
+	h := New(retain)
+	idle := h.NewCursor(0)
+	_ = h.Notify() // a channel nobody receives from
+	waited := make(chan error)
+	go func() { waited <- h.WaitFor(context.Background(), 1<<62) }() // ends at Close
+
+	chunk := stream(4 << 10)
+	for range total / len(chunk) {
+		h.Write(chunk)
+	}
+	h.Close()
+	if err := <-waited; err != nil {
+		t.Fatalf("WaitFor = %v", err)
+	}
+	read, missed := drain(t, h, idle, bytes.Repeat(chunk, total/len(chunk)), make([]byte, 1<<20))
+	if read != retain || missed != total-retain {
+		t.Fatalf("idle cursor: read %d, missed %d; want %d, %d", read, missed, retain, total-retain)
+	}
+}
+
+// BenchmarkWrite measures the producer's cost per 4 KiB chunk into a 4 MiB
+// ring: alone, with 4 readers following as fast as they can, and with 4
+// waiters that are woken by every write but never read. floor=copy is a bare
+// copy of the chunk into a ring-sized buffer, the floor to compare with.
+func BenchmarkWrite(b *testing.B) {
+	chunk := stream(4 << 10)
+	b.Run("floor=copy", func(b *testing.B) {
+		ring := make([]byte, DefaultRetain)
+		b.SetBytes(int64(len(chunk)))
+		var off int
+		for b.Loop() {
+			copy(ring[off:], chunk)
+			off = (off + len(chunk)) % len(ring)
+		}
+	})
+	for _, bm := range []struct {
+		name             string
+		readers, waiters int
+	}{
+		{"subscribers=0", 0, 0},
+		{"subscribers=4", 4, 0},
+		{"waiters=4", 0, 4},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			h := New(DefaultRetain)
+			var wg sync.WaitGroup
+			for range bm.readers {
+				wg.Go(func() { // ends at io.EOF after h.Close
+					c := h.NewCursor(0)
+					buf := make([]byte, 64<<10)
+					for {
+						n, _, err := c.Read(buf)
+						if err != nil {
+							return
+						}
+						if n == 0 {
+							h.WaitFor(context.Background(), c.Offset())
+						}
+					}
+				})
+			}
+			for range bm.waiters {
+				wg.Go(func() { h.WaitFor(context.Background(), 1<<62) }) // ends at Close
+			}
+			b.SetBytes(int64(len(chunk)))
+			b.ReportAllocs()
+			for b.Loop() {
+				h.Write(chunk)
+			}
+			b.StopTimer()
+			h.Close()
+			wg.Wait()
+		})
+	}
+}

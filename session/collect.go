@@ -1,0 +1,175 @@
+package session
+
+import (
+	"context"
+	"io"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/ptyhub/ptyhub/truncate"
+)
+
+// patternWindow is how much recent text wait_for is matched against on each wake.
+const patternWindow = 8 << 10
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// collectOpts say when a collect returns.
+type collectOpts struct {
+	deadline time.Time
+	budget   int
+	pattern  *regexp.Regexp
+}
+
+// collected is the outcome of a collect.
+type collected struct {
+	because  string
+	trunc    truncate.Result
+	missed   int64
+	next     int64
+	finished bool // the stream ended and everything was converted
+}
+
+// collect reads from the agent cursor until the program exits (and its output is
+// drained), the pattern matches new text, the program waits for input, the deadline
+// passes, or ctx is done — whichever comes first (SPEC §3.3). Memory is bounded by the
+// budget, not by the output.
+func (s *Session) collect(ctx context.Context, o collectOpts) collected {
+	s.collectMu.Lock()
+	defer s.collectMu.Unlock()
+
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	var text []byte
+	coll := truncate.NewCollector(o.budget)
+	var window []byte
+	var res collected
+	timer := time.NewTimer(time.Until(o.deadline))
+	defer timer.Stop()
+	eof := false
+
+	for {
+		notify := s.hub.Notify()
+		fresh := false
+		for {
+			n, missed, err := s.hub.ReadAt(buf, s.cursor)
+			if missed > 0 {
+				res.missed += missed
+				s.cursor += missed
+				s.lineFrom = s.cursor
+			}
+			if n > 0 {
+				start := s.cursor
+				s.cursor += int64(n)
+				text = s.conv.Write(text[:0], buf[:n])
+				from := min(s.lineFrom, start)
+				if len(text) > 0 {
+					coll.Write(text, from, s.cursor)
+					if o.pattern != nil {
+						window = appendWindow(window, text)
+					}
+					fresh = true
+				}
+				if !s.conv.InLine() {
+					s.lineFrom = s.cursor
+				} else if len(text) > 0 {
+					s.lineFrom = start
+				}
+			}
+			if err == io.EOF {
+				eof = true
+				break
+			}
+			if n == 0 {
+				break
+			}
+		}
+		if s.isExited() {
+			// With nothing left of the session, EOF is certain and near: wait for it, so
+			// no output is left behind however slowly the reader is scheduled. Only a
+			// survivor still holding the terminal (being killed aside) can delay it; then
+			// return once output has been quiet for a moment after the exit.
+			s.mu.Lock()
+			quietFor := time.Since(s.exitedAt)
+			held := len(s.survivors) > 0
+			s.mu.Unlock()
+			if eof || held && quietFor >= exitDrainQuiet && !fresh {
+				res.because = BecauseExit
+				break
+			}
+			if held {
+				timer.Reset(max(exitDrainQuiet-quietFor, time.Millisecond))
+			}
+		}
+		if o.pattern != nil && (fresh || len(window) == 0) && s.matchPattern(o.pattern, window) {
+			res.because = BecausePattern
+			break
+		}
+		if s.waitingForInput() {
+			res.because = BecauseWaitingForInput
+			break
+		}
+		if !time.Now().Before(o.deadline) {
+			res.because = BecauseDeadline
+			break
+		}
+		exited := s.exited
+		if s.isExited() {
+			exited = nil
+		}
+		select {
+		case <-notify:
+		case <-exited:
+		case <-timer.C:
+			if !s.isExited() {
+				timer.Reset(time.Until(o.deadline))
+			}
+		case <-ctx.Done():
+			res.because = BecauseCancelled
+			goto done
+		}
+	}
+done:
+	from := s.lineFrom
+	if eof && s.isExited() {
+		text = s.conv.Close(text[:0])
+		res.finished = true
+	} else {
+		text = s.conv.Flush(text[:0])
+	}
+	if len(text) > 0 {
+		coll.Write(text, from, s.cursor)
+	}
+	s.lineFrom = s.cursor
+	res.trunc = coll.Result()
+	res.next = s.cursor
+	return res
+}
+
+// matchPattern matches the text collected in this call (its recent part) plus the
+// unfinished line, so a prompt without a newline matches.
+func (s *Session) matchPattern(re *regexp.Regexp, window []byte) bool {
+	pending := s.conv.Pending()
+	if len(pending) == 0 {
+		return re.Match(window)
+	}
+	return re.Match(append(window[:len(window):len(window)], pending...))
+}
+
+// appendWindow keeps the last patternWindow bytes of text.
+func appendWindow(w, text []byte) []byte {
+	w = append(w, text...)
+	if len(w) > patternWindow {
+		n := copy(w, w[len(w)-patternWindow:])
+		w = w[:n]
+	}
+	return w
+}
+
+// waitingForInput reports whether the program in the foreground is blocked reading the
+// terminal and its output has settled (SPEC §3.3 case 2). The kernel-based detector comes
+// in a later change; until then this never fires and calls return at exit, pattern or
+// deadline.
+func (s *Session) waitingForInput() bool { return false }

@@ -1,0 +1,173 @@
+package session
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/ptyhub/ptyhub/reaper"
+)
+
+// Profiles of the environment a session sees (SPEC §3.1).
+const (
+	ProfileAgent = "agent"
+	ProfilePlain = "plain"
+)
+
+// agentEnv is what profile "agent" sets: a capable terminal, no colour, no pager that
+// would wait for a key.
+var agentEnv = [][2]string{
+	{"TERM", "xterm-256color"},
+	{"NO_COLOR", "1"},
+	{"PAGER", "cat"},
+	{"GIT_PAGER", "cat"},
+	{"GH_PAGER", "cat"},
+	{"MANPAGER", "cat"},
+	{"SYSTEMD_PAGER", ""},
+	{"AWS_PAGER", ""},
+}
+
+var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// buildEnv returns the child's environment: inherited (unless clearEnv), then the
+// profile, then the caller's variables, then PTYHUB_SESSION. Keys are checked.
+func buildEnv(profile string, clearEnv bool, extra map[string]string, uuid string) ([]string, error) {
+	vars := map[string]string{}
+	var order []string
+	set := func(k, v string) {
+		if _, ok := vars[k]; !ok {
+			order = append(order, k)
+		}
+		vars[k] = v
+	}
+	if !clearEnv {
+		for _, kv := range os.Environ() {
+			if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+				set(k, v)
+			}
+		}
+	}
+	switch profile {
+	case ProfileAgent:
+		for _, kv := range agentEnv {
+			set(kv[0], kv[1])
+		}
+		if vars["LANG"] == "" && vars["LC_ALL"] == "" && vars["LC_CTYPE"] == "" {
+			set("LANG", "C.UTF-8")
+		}
+	case ProfilePlain:
+		set("TERM", "xterm-256color")
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := extra[k]
+		if !envKeyRE.MatchString(k) {
+			return nil, fmt.Errorf("%w: env key %q is not a valid variable name (letters, digits and _, not starting with a digit)", ErrInvalid, k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return nil, fmt.Errorf("%w: env %s contains a NUL byte", ErrInvalid, k)
+		}
+		set(k, v)
+	}
+	set(reaper.EnvSession, uuid)
+	env := make([]string, 0, len(order))
+	for _, k := range order {
+		env = append(env, k+"="+vars[k])
+	}
+	return env, nil
+}
+
+// getenv looks a variable up in an environment list (last one wins).
+func getenv(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// resolveWorkdir makes dir absolute (against the manager's cwd) and checks it.
+func resolveWorkdir(dir string) (string, error) {
+	if dir == "" {
+		return os.Getwd()
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("%w: workdir %q: %v", ErrInvalid, dir, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return "", fmt.Errorf("%w: workdir %q does not exist", ErrInvalid, dir)
+		}
+		return "", fmt.Errorf("%w: workdir %q: %v", ErrInvalid, dir, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%w: workdir %q is not a directory", ErrInvalid, dir)
+	}
+	return abs, nil
+}
+
+// lookPath resolves file on the child's PATH (not the manager's), relative to dir.
+func lookPath(file, pathEnv, dir string) (string, error) {
+	check := func(p string) error {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return os.ErrPermission
+		}
+		return nil
+	}
+	if strings.Contains(file, "/") {
+		if err := check(file); err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(file) {
+			return filepath.Join(dir, file), nil
+		}
+		return file, nil
+	}
+	if pathEnv == "" {
+		pathEnv = "/usr/local/bin:/usr/bin:/bin"
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, file)
+		if check(p) == nil {
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			return p, nil
+		}
+	}
+	return "", os.ErrNotExist
+}
+
+// defaultShell is $SHELL, else /bin/bash, else /bin/sh.
+func defaultShell(env []string) string {
+	if s := getenv(env, "SHELL"); s != "" {
+		if _, err := os.Stat(s); err == nil {
+			return s
+		}
+	}
+	if _, err := os.Stat("/bin/bash"); err == nil {
+		return "/bin/bash"
+	}
+	return "/bin/sh"
+}

@@ -1,0 +1,462 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ptyhub/ptyhub/pty"
+	"github.com/ptyhub/ptyhub/termtext"
+	"github.com/ptyhub/ptyhub/truncate"
+)
+
+func compilePattern(p string) (*regexp.Regexp, error) {
+	if p == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: wait_for is not a valid regular expression (Go RE2 syntax): %v", ErrInvalid, err)
+	}
+	return re, nil
+}
+
+func chunkID() string {
+	var b [3]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// begin marks a call in flight on s (it is never pruned meanwhile); end undoes it.
+func (s *Session) begin() {
+	s.mu.Lock()
+	s.inFlight++
+	s.lastUsed = time.Now()
+	s.mu.Unlock()
+}
+
+func (s *Session) end() {
+	s.mu.Lock()
+	s.inFlight--
+	s.lastUsed = time.Now()
+	s.mu.Unlock()
+}
+
+// result builds the common part of a result after a collect.
+func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string) *Result {
+	state, code, sig, core, timedOut := s.exitFields()
+	r := &Result{
+		SessionID: strconv.Itoa(s.id), UUID: s.uuid, State: state, ExitCode: code,
+		Signal: sig, CoreDumped: core, TimedOut: timedOut,
+		ReturnedBecause: col.because, Output: col.trunc.Text, NextOffset: col.next,
+		MissedBytes: col.missed, ChunkID: chunkID(),
+	}
+	if col.trunc.Truncated {
+		n := col.trunc.OriginalTokens
+		r.OriginalTokenCount = &n
+		r.TruncatedRange = &[2]int64{col.trunc.CutFrom, col.trunc.CutTo}
+	}
+	if col.missed > 0 {
+		warns = append(warns, fmt.Sprintf("%d bytes of output left memory before they were read", col.missed))
+	}
+	var skip *Session
+	if state == StateExited {
+		s.mu.Lock()
+		s.reported = true
+		r.Survivors = append([]Survivor(nil), s.survivors...)
+		r.DurationMs = float64(s.exitedAt.Sub(s.started).Microseconds()) / 1000
+		s.mu.Unlock()
+		skip = s
+	} else if s.tty {
+		if a, err := s.master.Attrs(); err == nil {
+			r.PasswordPrompt = !a.Echo && a.Canonical
+		}
+	}
+	r.Notices = c.notices(skip, warns)
+	r.WallTimeMs = float64(time.Since(t0).Microseconds()) / 1000
+	return r
+}
+
+// Exec starts a session and collects its output for the yield window.
+func (c *Client) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
+	t0 := time.Now()
+	yield, ywarn, err := yieldDuration(req.YieldTimeMs, DefaultExecYieldMs)
+	if err != nil {
+		return nil, err
+	}
+	budget, bwarn := tokenBudget(req.MaxOutputTokens)
+	re, err := compilePattern(req.WaitFor)
+	if err != nil {
+		return nil, err
+	}
+	s, warns, err := c.m.start(&req, c)
+	if err != nil {
+		return nil, err
+	}
+	warns = appendNonEmpty(warns, ywarn, bwarn)
+	s.begin()
+	defer s.end()
+	if req.Stdin != "" || req.CloseStdin {
+		data := []byte(req.Stdin)
+		if _, err := s.input(data, req.CloseStdin); err != nil {
+			warns = append(warns, "stdin not written: "+err.Error())
+		}
+	}
+	col := s.collect(ctx, collectOpts{deadline: t0.Add(yield), budget: budget, pattern: re})
+	r := c.result(s, t0, col, warns)
+	r.Profile = s.profile
+	return r, nil
+}
+
+// input queues data (and EOF) for the program. It returns the job to wait on (nil when
+// nothing was queued).
+func (s *Session) input(data []byte, closeIn bool) (*writeJob, error) {
+	if s.tty && closeIn {
+		a, err := s.master.Attrs()
+		veof := byte(4)
+		if err == nil && a.EOF != 0 {
+			veof = a.EOF
+		}
+		// VEOF ends a partial line first; a second one is then the end of file.
+		if endsMidLine(data) {
+			data = append(data, veof)
+		}
+		data = append(data, veof)
+		closeIn = false
+	}
+	if len(data) == 0 && !closeIn {
+		return nil, nil
+	}
+	return s.enqueue(data, closeIn)
+}
+
+// Write types into a session, then collects.
+func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
+	t0 := time.Now()
+	s, err := c.m.lookup(req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	yield, ywarn, err := yieldDuration(req.YieldTimeMs, DefaultWriteYieldMs)
+	if err != nil {
+		return nil, err
+	}
+	budget, bwarn := tokenBudget(req.MaxOutputTokens)
+	re, err := compilePattern(req.WaitFor)
+	if err != nil {
+		return nil, err
+	}
+	data := []byte(req.Chars)
+	keys, err := encodeKeys(req.Keys)
+	if err != nil {
+		return nil, err
+	}
+	data = append(data, keys...)
+	if len(data) > MaxInputBytes {
+		return nil, fmt.Errorf("%w: input is %d bytes, more than %d; write the data to a file and pass its name", ErrInvalid, len(data), MaxInputBytes)
+	}
+	warns := appendNonEmpty(nil, ywarn, bwarn)
+	s.begin()
+	defer s.end()
+	if s.isExited() {
+		s.mu.Lock()
+		reported := s.reported
+		s.mu.Unlock()
+		unread := s.cursorBehind()
+		if reported && !unread {
+			state, _, _, _, _ := s.exitFields()
+			_ = state
+			return nil, fmt.Errorf("%w: session %d (%s) %s; nothing was written (read_output still shows its output)", ErrExited, s.id, s.command, s.exitText())
+		}
+		if len(data) > 0 || req.CloseStdin {
+			warns = append(warns, fmt.Sprintf("input not written: session %d has exited", s.id))
+		}
+		col := s.collect(ctx, collectOpts{deadline: t0, budget: budget, pattern: re})
+		return c.result(s, t0, col, warns), nil
+	}
+	var job *writeJob
+	if len(data) > 0 || req.CloseStdin {
+		if s.tty && len(data) > 0 {
+			if a, err := s.master.Attrs(); err == nil && a.Canonical {
+				if l := longestCanonLine(data, a.ICRNL, a.EOF); l > MaxCanonLine {
+					return nil, fmt.Errorf("%w: a line of %d bytes is longer than the terminal's canonical-mode limit of %d, and the kernel would silently cut it; write the data to a file and pass its name, or send shorter lines", ErrInvalid, l, MaxCanonLine)
+				}
+			}
+		}
+		// ^C behind a blocked write would wait its turn: signal the foreground group too.
+		if s.tty && bytes.IndexByte(data, 3) >= 0 && s.writing.Load() > 0 {
+			if a, err := s.master.Attrs(); err == nil && a.Signals {
+				s.master.Signal(syscall.SIGINT)
+			}
+		}
+		if job, err = s.input(data, req.CloseStdin); err != nil {
+			// The program ended meanwhile (perhaps from this very ^C): report it.
+			warns = append(warns, "input not written: "+err.Error())
+			job = nil
+		}
+	}
+	deadline := t0.Add(yield)
+	if job != nil {
+		// Wait for the input to be written, at most the yield window.
+		timer := time.NewTimer(time.Until(deadline))
+		select {
+		case err := <-job.done:
+			if err != nil {
+				warns = append(warns, "write failed: "+err.Error())
+			}
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+	}
+	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re})
+	r := c.result(s, t0, col, warns)
+	if job != nil {
+		if q := len(job.data) - int(job.written.Load()); q > 0 {
+			r.QueuedBytes = q
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%d of %d input bytes are still queued: the program is not reading", q, len(job.data)))
+		}
+	}
+	return r, nil
+}
+
+// cursorBehind reports whether output remains unread by the agent.
+func (s *Session) cursorBehind() bool {
+	s.collectMu.Lock()
+	defer s.collectMu.Unlock()
+	return s.cursor < s.hub.End()
+}
+
+func (s *Session) exitText() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.timedOut {
+		return "timed out (exit code 124)"
+	}
+	return s.exit.String()
+}
+
+// Read re-reads output without moving the agent cursor.
+func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
+	t0 := time.Now()
+	s, err := c.m.lookup(req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	budget, bwarn := tokenBudget(req.MaxOutputTokens)
+	view := req.View
+	switch view {
+	case "", "text":
+		view = "text"
+	case "raw":
+	case "screen":
+		return nil, fmt.Errorf("%w: view screen is not available in this version; use text or raw", ErrInvalid)
+	default:
+		return nil, fmt.Errorf("%w: view must be text, raw or screen, not %q", ErrInvalid, req.View)
+	}
+	if req.TailLines < 0 {
+		return nil, fmt.Errorf("%w: tail_lines must be positive", ErrInvalid)
+	}
+	s.touch()
+	start, end := s.hub.Start(), s.hub.End()
+	from, to := start, end
+	if req.From != nil {
+		from = *req.From
+	}
+	if req.To != nil {
+		to = min(*req.To, end)
+	}
+	if from < 0 || to < 0 || from > to {
+		return nil, fmt.Errorf("%w: from %d and to %d must satisfy 0 <= from <= to (the output has %d bytes)", ErrInvalid, from, to, end)
+	}
+	warns := appendNonEmpty(nil, bwarn)
+	raw := make([]byte, 0, min(to-from, int64(c.m.opts.Retain)))
+	buf := make([]byte, 32<<10)
+	var missed int64
+	for off := from; off < to; {
+		n, miss, err := s.hub.ReadAt(buf[:min(int64(len(buf)), to-off)], off)
+		missed += miss
+		off += miss
+		if n == 0 || err != nil {
+			break
+		}
+		raw = append(raw, buf[:n]...)
+		off += int64(n)
+	}
+	if missed > 0 {
+		warns = append(warns, fmt.Sprintf("bytes %d to %d have left memory and are not shown", from, from+missed))
+	}
+	var text string
+	if view == "text" {
+		text = termtext.String(raw)
+	} else {
+		text = strings.ToValidUTF8(string(raw), "\uFFFD")
+	}
+	if req.TailLines > 0 {
+		text = tailLines(text, req.TailLines)
+	}
+	tr := truncate.Middle(text, budget)
+	state, code, sig, core, timedOut := s.exitFields()
+	r := &Result{SessionID: strconv.Itoa(s.id), UUID: s.uuid, State: state, ExitCode: code,
+		Signal: sig, CoreDumped: core, TimedOut: timedOut, ReturnedBecause: BecauseRead,
+		Output: tr.Text, NextOffset: to, MissedBytes: missed, ChunkID: chunkID()}
+	if tr.Truncated {
+		n := tr.OriginalTokens
+		r.OriginalTokenCount = &n
+		// The collector's offsets are offsets into the text; for raw they are raw offsets.
+		if view == "raw" && req.TailLines == 0 {
+			r.TruncatedRange = &[2]int64{from + missed + tr.CutFrom, from + missed + tr.CutTo}
+		} else {
+			r.Warnings = append(r.Warnings, "narrow from/to to read the part that was cut")
+		}
+	}
+	r.Notices = c.notices(nil, warns)
+	r.WallTimeMs = float64(time.Since(t0).Microseconds()) / 1000
+	return r, nil
+}
+
+func tailLines(text string, n int) string {
+	t := strings.TrimSuffix(text, "\n")
+	idx := len(t)
+	for i := 0; i < n; i++ {
+		j := strings.LastIndexByte(t[:idx], '\n')
+		if j < 0 {
+			return text
+		}
+		idx = j
+	}
+	return text[idx+1:]
+}
+
+// List describes every session.
+func (c *Client) List(ctx context.Context) (*ListResult, error) {
+	c.m.mu.Lock()
+	all := make([]*Session, 0, len(c.m.sessions))
+	for _, s := range c.m.sessions {
+		all = append(all, s)
+	}
+	c.m.mu.Unlock()
+	sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
+	out := &ListResult{Sessions: make([]Info, 0, len(all))}
+	now := time.Now()
+	for _, s := range all {
+		state, code, sig, _, timedOut := s.exitFields()
+		s.mu.Lock()
+		info := Info{SessionID: strconv.Itoa(s.id), UUID: s.uuid, Command: s.command,
+			State: state, PID: s.pid, AgeMs: now.Sub(s.started).Milliseconds(), ExitCode: code,
+			Signal: sig, TimedOut: timedOut, Rows: s.rows, Cols: s.cols, TTY: s.tty,
+			OutputSize: s.hub.End(), IdleMs: float64(now.Sub(s.lastUsed).Milliseconds())}
+		if s.owner != nil {
+			info.Owner = s.owner.name
+		}
+		s.mu.Unlock()
+		info.LastLine = s.lastLine()
+		out.Sessions = append(out.Sessions, info)
+	}
+	out.Notices = c.notices(nil, nil)
+	return out, nil
+}
+
+// lastLine is the last non-empty line of the session's recent output, as text.
+func (s *Session) lastLine() string {
+	data, _ := s.hub.Tail(2048)
+	lines := strings.Split(strings.TrimRight(termtext.String(data), "\n \t"), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if r := []rune(l); len(r) > 120 {
+		l = string(r[:120]) + "…"
+	}
+	return l
+}
+
+// Kill ends a session's processes, or sends one signal, and optionally forgets it.
+func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error) {
+	s, err := c.m.lookup(req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	s.begin()
+	defer s.end()
+	r := &KillResult{SessionID: strconv.Itoa(s.id)}
+	if req.Signal != "" {
+		sig, err := pty.ParseSignal(req.Signal)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		if s.isExited() {
+			return nil, fmt.Errorf("%w: session %d %s; no signal sent", ErrExited, s.id, s.exitText())
+		}
+		if s.tty {
+			// The foreground process group: what a human's terminal would signal.
+			err = s.master.Signal(sig)
+		} else {
+			err = c.m.reaper.SignalGroup(s.uuid, sig)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("session: signal %s: %w", pty.SignalName(sig), err)
+		}
+		r.SignalSent = pty.SignalName(sig)
+	} else if !s.isExited() {
+		r.Survivors = s.kill(false)
+	}
+	if req.Remove {
+		c.m.mu.Lock()
+		delete(c.m.sessions, s.id)
+		c.m.mu.Unlock()
+		if !s.isExited() {
+			s.kill(false)
+		}
+		s.mu.Lock()
+		s.removed = true
+		s.mu.Unlock()
+		r.Removed = true
+	}
+	var skip *Session
+	r.State, r.ExitCode, r.Signal, _, _ = s.exitFields()
+	if r.State == StateExited {
+		skip = s
+	}
+	r.Notices = c.notices(skip, nil)
+	return r, nil
+}
+
+// Resize changes the window size.
+func (c *Client) Resize(ctx context.Context, req ResizeRequest) (*ResizeResult, error) {
+	s, err := c.m.lookup(req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if req.Rows < 1 || req.Rows > MaxRows || req.Cols < 1 || req.Cols > MaxCols {
+		return nil, fmt.Errorf("%w: rows and cols must be 1 to %d (got %dx%d)", ErrInvalid, MaxRows, req.Rows, req.Cols)
+	}
+	if !s.tty {
+		return nil, fmt.Errorf("%w: session %d runs on pipes (tty false) and has no window size", ErrInvalid, s.id)
+	}
+	if s.isExited() {
+		return nil, fmt.Errorf("%w: session %d %s", ErrExited, s.id, s.exitText())
+	}
+	s.touch()
+	if err := s.master.SetSize(req.Rows, req.Cols); err != nil {
+		return nil, fmt.Errorf("session: resize: %w", err)
+	}
+	s.mu.Lock()
+	s.rows, s.cols = req.Rows, req.Cols
+	s.mu.Unlock()
+	return &ResizeResult{SessionID: strconv.Itoa(s.id), Rows: req.Rows, Cols: req.Cols, Notices: c.notices(nil, nil)}, nil
+}
+
+func appendNonEmpty(list []string, items ...string) []string {
+	for _, it := range items {
+		if it != "" {
+			list = append(list, it)
+		}
+	}
+	return list
+}

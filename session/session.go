@@ -1,0 +1,328 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ptyhub/ptyhub/broadcast"
+	"github.com/ptyhub/ptyhub/pty"
+	"github.com/ptyhub/ptyhub/reaper"
+	"github.com/ptyhub/ptyhub/termtext"
+)
+
+// exitDrainQuiet is how long output may stay quiet after the leader exited before the
+// output counts as drained although something still holds the terminal (EDGE-CASES 2).
+const exitDrainQuiet = 50 * time.Millisecond
+
+// Session is one program on a pseudo-terminal (or pipes) and everything it printed.
+type Session struct {
+	m       *Manager
+	id      int
+	uuid    string
+	command string
+	tty     bool
+	profile string
+	started time.Time
+	pid     int
+
+	master *pty.Master // tty sessions
+	stdin  *os.File    // pipe sessions: our write end
+	output io.ReadCloser
+	hub    *broadcast.Hub
+
+	qmu   sync.Mutex    // guards queue
+	queue []*writeJob   // input for the writer goroutine, in order
+	wake  chan struct{} // capacity 1: tells the writer the queue has work
+	quit  chan struct{} // closed when the session is torn down: stops the writer
+
+	exited  chan struct{} // closed once the exit status is recorded
+	drained chan struct{} // closed when the reader reached the end of output
+
+	mu         sync.Mutex // guards the fields below
+	exit       pty.ExitStatus
+	exitErr    error
+	exitedAt   time.Time
+	timedOut   bool
+	survivors  []Survivor
+	lastUsed   time.Time
+	inFlight   int
+	rows, cols int
+	owner      *Client
+	reported   bool // the agent has been told of the exit
+	removed    bool
+	timer      *time.Timer
+
+	// Agent cursor, guarded by collectMu: collects of one session are serialised so each
+	// byte goes to exactly one call.
+	collectMu sync.Mutex
+	cursor    int64
+	conv      termtext.Converter
+	lineFrom  int64 // raw offset where the converter's unfinished line began
+
+	writing atomic.Int64 // bytes queued or being written
+}
+
+// writeJob is one message for the writer goroutine.
+type writeJob struct {
+	data    []byte
+	closeIn bool // after data, close the stdin pipe (pipe sessions)
+	written atomic.Int64
+	done    chan error // buffered 1
+}
+
+// ID returns the short id.
+func (s *Session) ID() int { return s.id }
+
+// UUID returns the session's UUID.
+func (s *Session) UUID() string { return s.uuid }
+
+// spawn starts the program through the reaper and the session's goroutines.
+func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
+	var childIn, childOut *os.File
+	if s.tty {
+		master, slave, err := pty.Open(rows, cols)
+		if err != nil {
+			return err
+		}
+		s.master, s.output = master, master
+		childIn, childOut = slave, slave
+		spec.Ctty = true
+	} else {
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			return fmt.Errorf("pipe: %w", err)
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			inR.Close()
+			inW.Close()
+			return fmt.Errorf("pipe: %w", err)
+		}
+		s.stdin, s.output = inW, outR
+		childIn, childOut = inR, outW
+	}
+	pid, exit, err := s.m.reaper.Spawn(spec, childIn, childOut, childOut)
+	childIn.Close()
+	if childOut != childIn {
+		childOut.Close()
+	}
+	if err != nil {
+		s.output.Close()
+		if s.stdin != nil {
+			s.stdin.Close()
+		}
+		return err
+	}
+	s.pid = pid
+	go s.readLoop()
+	go s.writeLoop()
+	go s.waitExit(exit)
+	return nil
+}
+
+// readLoop is the session's one reader: it moves output into the hub until the end of the
+// stream. Owned by the session; stops at EOF/EIO or when the output is closed.
+func (s *Session) readLoop() {
+	buf := make([]byte, 8<<10) // pty reads return at most ~4 KiB
+	for {
+		n, err := s.output.Read(buf)
+		if n > 0 {
+			s.hub.Write(buf[:n])
+		}
+		if err != nil {
+			if err = pty.EOF(err); err != io.EOF {
+				s.hub.CloseWithError(err)
+			} else {
+				s.hub.Close()
+			}
+			close(s.drained)
+			return
+		}
+	}
+}
+
+// writeLoop is the session's one writer: whole messages in order. Owned by the session;
+// stops when quit is closed (a blocked write is woken by closing the master or pipe).
+func (s *Session) writeLoop() {
+	var w io.Writer = s.stdin
+	if s.tty {
+		w = s.master
+	}
+	for {
+		s.qmu.Lock()
+		var job *writeJob
+		if len(s.queue) > 0 {
+			job = s.queue[0]
+			s.queue = s.queue[1:]
+		}
+		s.qmu.Unlock()
+		if job == nil {
+			select {
+			case <-s.quit:
+				s.failQueue()
+				return
+			case <-s.wake:
+				continue
+			}
+		}
+		var err error
+		for p := job.data; len(p) > 0 && err == nil; {
+			chunk := p[:min(len(p), 4096)]
+			var n int
+			n, err = w.Write(chunk)
+			job.written.Add(int64(n))
+			s.writing.Add(-int64(n))
+			p = p[n:]
+		}
+		s.writing.Add(-(int64(len(job.data)) - job.written.Load()))
+		if err == nil && job.closeIn && s.stdin != nil {
+			err = s.stdin.Close()
+		}
+		job.done <- err
+	}
+}
+
+// failQueue ends every queued job: the session is gone.
+func (s *Session) failQueue() {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	for _, job := range s.queue {
+		s.writing.Add(-int64(len(job.data)))
+		job.done <- fmt.Errorf("%w: session %d", ErrExited, s.id)
+	}
+	s.queue = nil
+}
+
+// enqueue hands data to the writer and returns at once; the job's done channel says when
+// it was written.
+func (s *Session) enqueue(data []byte, closeIn bool) (*writeJob, error) {
+	job := &writeJob{data: data, closeIn: closeIn, done: make(chan error, 1)}
+	s.qmu.Lock()
+	select {
+	case <-s.quit:
+		s.qmu.Unlock()
+		return nil, fmt.Errorf("%w: session %d", ErrExited, s.id)
+	default:
+	}
+	s.writing.Add(int64(len(data)))
+	s.queue = append(s.queue, job)
+	s.qmu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return job, nil
+}
+
+// waitExit records the leader's exit, then sweeps what is left of the session's tree and
+// tears the session down. Owned by the session; ends after teardown.
+func (s *Session) waitExit(exit <-chan reaper.Exit) {
+	e := <-exit
+	s.mu.Lock()
+	if e.Err != nil {
+		s.exitErr = e.Err
+		s.exit = pty.ExitStatus{Code: -1, Signal: syscall.SIGKILL}
+	} else {
+		s.exit = pty.DecodeWaitStatus(e.Status)
+	}
+	if s.timedOut {
+		s.exit = pty.ExitStatus{Code: 124}
+	}
+	s.exitedAt = time.Now()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+	// Whatever outlived the leader is named; the reaper is killing it.
+	s.mu.Lock()
+	for _, p := range e.Survivors {
+		if p.PID != s.pid {
+			s.survivors = append(s.survivors, Survivor{PID: p.PID, Command: p.Command})
+		}
+	}
+	s.mu.Unlock()
+	// Owners learn of the end before anyone can see the session as exited.
+	s.m.noteEnded(s)
+	close(s.exited)
+	// The sweep hangs the terminal up; if anything still holds it past the grace, stop
+	// reading so the session's resources go.
+	select {
+	case <-s.drained:
+	case <-time.After(reaper.DefaultGrace + time.Second):
+		s.output.Close()
+		<-s.drained
+	}
+	s.teardown()
+}
+
+// teardown stops the writer and closes the session's files. Idempotent.
+func (s *Session) teardown() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.quit:
+		return
+	default:
+	}
+	close(s.quit)
+	s.output.Close()
+	if s.stdin != nil {
+		s.stdin.Close()
+	}
+}
+
+// isExited reports whether the exit status is known.
+func (s *Session) isExited() bool {
+	select {
+	case <-s.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill ends every process of the session and waits for the leader's exit status.
+func (s *Session) kill(timedOut bool) []Survivor {
+	s.mu.Lock()
+	if timedOut && !s.isExited() {
+		s.timedOut = true
+	}
+	s.mu.Unlock()
+	surv, err := s.m.reaper.Kill(s.uuid, reaper.DefaultGrace, true)
+	if err != nil && !errors.Is(err, reaper.ErrDead) {
+		s.m.log.Warn("kill", "session", s.id, "err", err)
+	}
+	<-s.exited
+	out := make([]Survivor, 0, len(surv))
+	for _, p := range surv {
+		out = append(out, Survivor{PID: p.PID, Command: p.Command})
+	}
+	return out
+}
+
+// exitFields fills the exit part of a result.
+func (s *Session) exitFields() (state string, code *int, sig string, core, timedOut bool) {
+	if !s.isExited() {
+		return StateRunning, nil, "", false, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.exit.Signal != 0 {
+		return StateExited, nil, s.exit.SignalName(), s.exit.CoreDumped, s.timedOut
+	}
+	c := s.exit.Code
+	return StateExited, &c, "", false, s.timedOut
+}
+
+// touch marks the session used now.
+func (s *Session) touch() {
+	s.mu.Lock()
+	s.lastUsed = time.Now()
+	s.mu.Unlock()
+}

@@ -1,0 +1,619 @@
+// Package termtext turns raw pseudo-terminal output into the text view that
+// agents read: what a human would see line by line, as plain UTF-8.
+//
+// A [Converter] is a streaming converter. Its state (an escape sequence, a
+// UTF-8 character, the current line) carries across calls, so splitting the
+// input at any byte gives the same text. Memory is bounded: nothing grows with
+// the input except the caller's output slice.
+//
+// # What the text view shows
+//
+//   - Escape sequences are removed: CSI (ESC [ … final byte, including private
+//     modes such as bracketed paste ESC[?2004h and colon SGR), OSC (ESC ] … BEL
+//     or ESC \), DCS, SOS, PM and APC strings (… ESC \), and the other ESC
+//     sequences (ESC 7, ESC =, charset designations such as ESC ( B). Strings
+//     are skipped, never buffered: an OSC that is never terminated costs no
+//     memory, and output after its terminator appears. CAN and SUB cancel a
+//     sequence; ESC inside a sequence starts a new one.
+//   - 8-bit C1 controls (0x80–0x9F) are not recognised as bytes: in UTF-8
+//     output they are continuation bytes. C1 characters that arrive properly
+//     UTF-8 encoded (U+0080–U+009F) are dropped, as a terminal shows nothing.
+//   - The current line is a row of cells, one per rune (widths are ignored).
+//     "\r\n" ends the line; a bare "\r" moves to column 0 and later characters
+//     overwrite ("10%\r20%\r30%\n" → "30%\n", "abcdef\rXY\n" → "XYcdef\n").
+//     Backspace moves left one column, never below 0 ("abc\b\bX\n" → "aXc\n").
+//     "\n", VT and FF end the line; so do ESC D (IND) and ESC E (NEL).
+//   - Line-editing CSIs are applied to the line: K (erase in line: 0 to the
+//     end, 1 to the start, 2 all), G and ` (column), C and a (forward), D
+//     (back), X (erase characters), P (delete characters), @ (insert blanks),
+//     E and F (column 0; the vertical part is ignored). ESC 7 / ESC 8 and
+//     CSI s / CSI u save and restore the column. Vertical cursor motion, cursor
+//     addressing and screen clears are ignored: use the screen view for
+//     full-screen programs.
+//   - Trailing spaces: a line keeps the spaces the program printed ("a  \r\n"
+//     stays "a  ", a prompt ">>> " keeps its space), but what erasing leaves
+//     behind is trimmed: cells blanked by K, X, 1K or never written (skipped
+//     by a cursor move), and spaces at or right of the cursor, which is what
+//     echo-erase "\b \b" leaves ("ab\b \b" reads "a", as on a terminal). The
+//     "\r" of "\r\n" does not count as moving the cursor.
+//   - Tab is kept as "\t" (one cell). NUL is shown as U+2400 (␀) so that
+//     "a\0b" does not silently read "ab" (find -print0, binary output). DEL and
+//     the other C0 controls (BEL, …) are dropped.
+//   - UTF-8: a character split across writes is carried to the next write.
+//     Invalid input becomes U+FFFD, one per maximal subpart of an ill-formed
+//     sequence (the Unicode and WHATWG practice: "\xe2\x82X" → "\uFFFDX",
+//     "\xff\xfe" → two U+FFFD). The output is always valid UTF-8 and contains
+//     no control characters other than "\n" and "\t".
+//   - A line longer than 4096 runes is emitted as it stands when it fills,
+//     without a newline, and a new segment starts; the text is unchanged
+//     unless the program later moves the cursor back into the emitted part.
+//     A CSI with more than 256 parameter bytes is abandoned and the rest is
+//     shown as text. At [Converter.Close] an unterminated sequence is dropped.
+//
+// # Cost
+//
+// Plain text and escape sequences cost O(1) per byte, with no allocation
+// beyond the growth of the caller's slice. A line-editing sequence touches at
+// most one line of cells (4096), so crafted input can slow conversion to
+// tens of MB/s but never grows memory.
+//
+// # Flushing an unfinished line
+//
+// [Converter.Flush] emits the unfinished line (a prompt) and remembers what it
+// emitted. Later output that extends that line appends only the new part. If
+// the program instead rewrites the already emitted part (a progress bar, a
+// "\r" overwrite), the next emission starts a new line and shows the whole
+// line as it now stands, so the agent always sees the final state and never a
+// splice of old and new text.
+package termtext
+
+import (
+	"unicode/utf8"
+)
+
+// maxLine is the longest line, in runes, kept in memory. A longer line is
+// emitted in pieces of maxLine runes (without inserting newlines). It also
+// bounds the work of one line-editing sequence.
+const maxLine = 1 << 12
+
+const (
+	maxCSI      = 256      // parameter and intermediate bytes before a CSI is abandoned
+	maxEscInter = 16       // intermediate bytes before an ESC sequence is abandoned
+	maxParam    = 1 << 20  // numeric parameters saturate here
+	nulRune     = '\u2400' // shown for NUL
+	blank       = 0        // an erased or never written cell; shown as a space
+)
+
+type parseState uint8
+
+const (
+	sGround parseState = iota
+	sEsc               // after ESC
+	sCSI               // after ESC [
+	sStr               // inside OSC, DCS, SOS, PM or APC
+	sStrEsc            // ESC inside a string: ESC \ ends it
+)
+
+// Converter converts a stream of raw terminal output to text. The zero value
+// is ready to use. A Converter is not safe for concurrent use.
+type Converter struct {
+	line  []rune // cells of the current line (blank: erased, never written)
+	shown []rune // the part of the current line already emitted by Flush
+	cur   int    // cursor column; may be past len(line) (blanks are added lazily)
+	saved int    // column saved by ESC 7 / CSI s
+	cr    bool   // a "\r" not yet applied: "\r\n" is a plain newline
+
+	st    parseState
+	osc   bool  // the string being skipped is an OSC (BEL ends it)
+	n     int   // parameter/intermediate bytes of the current sequence
+	param int   // first numeric parameter of a CSI
+	flags uint8 // CSI/ESC flags below
+
+	need   uint8 // UTF-8 continuation bytes still expected
+	lo, hi byte  // bounds of the next continuation byte
+	acc    rune  // UTF-8 character decoded so far
+}
+
+const (
+	fPrivate uint8 = 1 << iota // CSI starts with < = > ?
+	fInter                     // intermediate byte seen
+	fNextArg                   // past the first parameter
+	fBad                       // malformed: ignore the sequence
+)
+
+// Write converts raw and appends the finished lines (each ending in "\n") to
+// dst, returning the extended slice. The unfinished line is kept for later
+// calls; see [Converter.Flush] and [Converter.Pending].
+func (c *Converter) Write(dst, raw []byte) []byte {
+	for i := 0; i < len(raw); i++ {
+		b := raw[i]
+		switch c.st {
+		case sGround:
+			if c.need > 0 {
+				if b >= c.lo && b <= c.hi {
+					c.acc = c.acc<<6 | rune(b&0x3f)
+					c.lo, c.hi = 0x80, 0xbf
+					c.need--
+					if c.need == 0 {
+						dst = c.putDecoded(dst, c.acc)
+					}
+					continue
+				}
+				// Ill-formed: one U+FFFD for the maximal subpart, then
+				// handle b afresh.
+				c.need = 0
+				dst = c.put(dst, utf8.RuneError)
+			}
+			if b >= 0x20 && b < 0x7f {
+				if !c.cr && c.cur == len(c.line) && c.cur < maxLine {
+					// Fast path: a run of printable ASCII appended at the
+					// end of the line.
+					j := i + 1
+					lim := min(len(raw), i+maxLine-c.cur)
+					for j < lim && raw[j] >= 0x20 && raw[j] < 0x7f {
+						j++
+					}
+					base := len(c.line)
+					c.line = grow(c.line, j-i)
+					l := c.line[base : base+j-i]
+					for k, ch := range raw[i:j] {
+						l[k] = rune(ch)
+					}
+					c.cur = len(c.line)
+					i = j - 1
+					continue
+				}
+				dst = c.put(dst, rune(b))
+				continue
+			}
+			if b >= 0x80 {
+				// Fast path: a whole valid character in this chunk.
+				if r, size := utf8.DecodeRune(raw[i:]); size > 1 {
+					dst = c.putDecoded(dst, r)
+					i += size - 1
+					continue
+				}
+				dst = c.startRune(dst, b)
+				continue
+			}
+			dst = c.control(dst, b)
+
+		case sEsc:
+			switch {
+			case b == 0x1b:
+				c.enterEsc()
+			case b == 0x18 || b == 0x1a:
+				c.st = sGround
+			case b < 0x20:
+				if b != 0 {
+					dst = c.control(dst, b)
+				}
+			case b < 0x30: // intermediate
+				c.flags |= fInter
+				c.n++
+				if c.n > maxEscInter {
+					c.st = sGround
+					i--
+				}
+			case b < 0x7f:
+				dst = c.escFinal(dst, b)
+			case b == 0x7f:
+			default: // not ASCII: abandon the sequence, show the text
+				c.st = sGround
+				i--
+			}
+
+		case sCSI:
+			switch {
+			case b >= 0x40 && b < 0x7f:
+				c.st = sGround
+				dst = c.csiFinal(dst, b)
+			case b >= 0x30 && b < 0x40: // parameter
+				c.n++
+				if c.n > maxCSI {
+					c.st = sGround
+					i--
+					continue
+				}
+				if c.flags&fInter != 0 {
+					c.flags |= fBad
+				}
+				switch {
+				case b <= '9':
+					if c.flags&fNextArg == 0 {
+						c.param = min(c.param*10+int(b-'0'), maxParam)
+					}
+				case b <= ';': // ':' or ';'
+					c.flags |= fNextArg
+				default: // < = > ?
+					if c.n == 1 {
+						c.flags |= fPrivate
+					} else {
+						c.flags |= fBad
+					}
+				}
+			case b >= 0x20 && b < 0x30: // intermediate
+				c.n++
+				if c.n > maxCSI {
+					c.st = sGround
+					i--
+					continue
+				}
+				c.flags |= fInter
+			case b == 0x1b:
+				c.enterEsc()
+			case b == 0x18 || b == 0x1a:
+				c.st = sGround
+			case b < 0x20:
+				if b != 0 {
+					dst = c.control(dst, b)
+				}
+			case b == 0x7f:
+			default: // not ASCII: abandon the sequence, show the text
+				c.st = sGround
+				i--
+			}
+
+		case sStr:
+			switch b {
+			case 0x07:
+				if c.osc {
+					c.st = sGround
+				}
+			case 0x1b:
+				c.st = sStrEsc
+			case 0x18, 0x1a:
+				c.st = sGround
+			}
+
+		case sStrEsc:
+			if b == '\\' {
+				c.st = sGround
+				continue
+			}
+			// The string ended without ST; this ESC starts a new sequence.
+			c.enterEsc()
+			i--
+		}
+	}
+	return dst
+}
+
+// Flush appends the unfinished line as it stands now (for example a prompt
+// that has no newline yet) and remembers it as emitted, so that later output
+// continuing the line is not repeated. An incomplete UTF-8 character or
+// escape sequence at the end is not emitted; it is kept for the next Write.
+func (c *Converter) Flush(dst []byte) []byte {
+	s := c.content()
+	if len(c.shown) > 0 && hasPrefix(s, c.shown) {
+		dst = appendRunes(dst, s[len(c.shown):])
+		c.shown = append(c.shown, s[len(c.shown):]...)
+		return dst
+	}
+	if len(c.shown) > 0 {
+		dst = append(dst, '\n')
+	}
+	dst = appendRunes(dst, s)
+	c.shown = append(c.shown[:0], s...)
+	return dst
+}
+
+// Pending returns what [Converter.Flush] would append now, without changing
+// any state. It is meant for matching patterns against an unfinished line.
+func (c *Converter) Pending() []byte {
+	return c.appendPending(nil)
+}
+
+// Close ends the stream: like [Converter.Flush], except that an incomplete
+// UTF-8 character at the end becomes U+FFFD. An unterminated escape sequence
+// is dropped. Afterwards the Converter is reset and can convert a new stream.
+func (c *Converter) Close(dst []byte) []byte {
+	if c.st == sGround && c.need > 0 {
+		c.need = 0
+		dst = c.put(dst, utf8.RuneError)
+	}
+	dst = c.Flush(dst)
+	*c = Converter{line: c.line[:0], shown: c.shown[:0]}
+	return dst
+}
+
+// String converts a whole raw output to text.
+func String(raw []byte) string {
+	var c Converter
+	return string(c.Close(c.Write(nil, raw)))
+}
+
+// content is the current line without the blanks trailing at or after the
+// cursor.
+func (c *Converter) content() []rune {
+	end := len(c.line)
+	for end > 0 && (c.line[end-1] == blank || (c.line[end-1] == ' ' && end > c.cur)) {
+		end--
+	}
+	return c.line[:end]
+}
+
+func (c *Converter) appendPending(dst []byte) []byte {
+	s := c.content()
+	if len(c.shown) > 0 {
+		if hasPrefix(s, c.shown) {
+			s = s[len(c.shown):]
+		} else {
+			dst = append(dst, '\n')
+		}
+	}
+	return appendRunes(dst, s)
+}
+
+// newline ends the current line.
+func (c *Converter) newline(dst []byte) []byte {
+	dst = c.appendPending(dst)
+	dst = append(dst, '\n')
+	c.line = c.line[:0]
+	c.shown = c.shown[:0]
+	c.cur = 0
+	c.cr = false
+	return dst
+}
+
+func (c *Converter) applyCR() {
+	if c.cr {
+		c.cr = false
+		c.cur = 0
+	}
+}
+
+// put writes r at the cursor and advances it.
+func (c *Converter) put(dst []byte, r rune) []byte {
+	c.applyCR()
+	if c.cur >= maxLine {
+		// The line is full: emit it as it stands and start a new segment.
+		dst = c.appendPending(dst)
+		c.line = c.line[:0]
+		c.shown = c.shown[:0]
+		c.cur = 0
+	}
+	if c.cur < len(c.line) {
+		c.line[c.cur] = r
+	} else {
+		old := len(c.line)
+		c.line = grow(c.line, c.cur+1-old)
+		clear(c.line[old:c.cur]) // blank cells up to the cursor
+		c.line[c.cur] = r
+	}
+	c.cur++
+	return dst
+}
+
+// putDecoded writes a decoded non-ASCII character; C1 controls are dropped.
+func (c *Converter) putDecoded(dst []byte, r rune) []byte {
+	if r < 0xa0 {
+		return dst
+	}
+	return c.put(dst, r)
+}
+
+// startRune begins decoding the UTF-8 sequence whose first byte is b.
+func (c *Converter) startRune(dst []byte, b byte) []byte {
+	c.lo, c.hi = 0x80, 0xbf
+	switch {
+	case b >= 0xc2 && b <= 0xdf:
+		c.need, c.acc = 1, rune(b&0x1f)
+	case b >= 0xe0 && b <= 0xef:
+		c.need, c.acc = 2, rune(b&0x0f)
+		if b == 0xe0 {
+			c.lo = 0xa0 // no overlong forms
+		} else if b == 0xed {
+			c.hi = 0x9f // no surrogates
+		}
+	case b >= 0xf0 && b <= 0xf4:
+		c.need, c.acc = 3, rune(b&0x07)
+		if b == 0xf0 {
+			c.lo = 0x90 // no overlong forms
+		} else if b == 0xf4 {
+			c.hi = 0x8f // not above U+10FFFF
+		}
+	default: // a continuation byte, C0/C1, or F5–FF: never valid here
+		dst = c.put(dst, utf8.RuneError)
+	}
+	return dst
+}
+
+// control executes a C0 control character (other than ESC handling inside
+// sequences, which the caller does).
+func (c *Converter) control(dst []byte, b byte) []byte {
+	switch b {
+	case '\n', 0x0b, 0x0c:
+		return c.newline(dst)
+	case '\r':
+		c.cr = true
+	case '\b':
+		c.applyCR()
+		if c.cur > 0 {
+			c.cur--
+		}
+	case '\t':
+		return c.put(dst, '\t')
+	case 0:
+		return c.put(dst, nulRune)
+	case 0x1b:
+		c.enterEsc()
+	case 0x18, 0x1a:
+		c.st = sGround
+	}
+	return dst
+}
+
+func (c *Converter) enterEsc() {
+	c.st = sEsc
+	c.n = 0
+	c.flags = 0
+}
+
+// escFinal handles the final byte of an ESC sequence (0x30–0x7E).
+func (c *Converter) escFinal(dst []byte, b byte) []byte {
+	c.st = sGround
+	if c.flags&fInter != 0 {
+		return dst // charset designations and the like
+	}
+	switch b {
+	case '[':
+		c.st = sCSI
+		c.n, c.param, c.flags = 0, 0, 0
+	case ']':
+		c.st, c.osc = sStr, true
+	case 'P', 'X', '^', '_':
+		c.st, c.osc = sStr, false
+	case 'D', 'E': // IND, NEL
+		return c.newline(dst)
+	case '7':
+		c.saved = c.cursor()
+	case '8':
+		c.cr = false
+		c.cur = min(c.saved, maxLine)
+	}
+	return dst
+}
+
+// cursor is the column, with a pending "\r" applied.
+func (c *Converter) cursor() int {
+	if c.cr {
+		return 0
+	}
+	return c.cur
+}
+
+// csiFinal executes a CSI sequence that ended with b.
+func (c *Converter) csiFinal(dst []byte, b byte) []byte {
+	f := c.flags
+	if f&(fInter|fBad) != 0 || (f&fPrivate != 0 && b != 'K') {
+		return dst
+	}
+	n := c.param
+	switch b {
+	case 'K': // erase in line
+		c.applyCR()
+		switch n {
+		case 0:
+			if c.cur < len(c.line) {
+				c.line = c.line[:c.cur]
+			}
+		case 1:
+			if c.cur+1 >= len(c.line) {
+				c.line = c.line[:0]
+			} else {
+				clear(c.line[:c.cur+1])
+			}
+		case 2:
+			c.line = c.line[:0]
+		}
+	case 'G', '`': // column
+		c.cr = false
+		c.cur = min(max(n, 1)-1, maxLine)
+	case 'C', 'a': // forward
+		c.applyCR()
+		c.cur = min(c.cur+max(n, 1), maxLine)
+	case 'D': // back
+		c.applyCR()
+		c.cur = max(c.cur-max(n, 1), 0)
+	case 'E', 'F': // next/previous line: column 0
+		c.cr = false
+		c.cur = 0
+	case 'X': // erase characters
+		c.applyCR()
+		if c.cur < len(c.line) {
+			if end := c.cur + max(n, 1); end >= len(c.line) {
+				c.line = c.line[:c.cur]
+			} else {
+				clear(c.line[c.cur:end])
+			}
+		}
+	case 'P': // delete characters
+		c.applyCR()
+		if c.cur < len(c.line) {
+			k := min(max(n, 1), len(c.line)-c.cur)
+			copy(c.line[c.cur:], c.line[c.cur+k:])
+			c.line = c.line[:len(c.line)-k]
+		}
+	case '@': // insert blanks
+		c.applyCR()
+		if c.cur < len(c.line) {
+			k := min(max(n, 1), maxLine-c.cur)
+			old := len(c.line)
+			newLen := min(old+k, maxLine)
+			c.line = grow(c.line, newLen-old)
+			copy(c.line[c.cur+k:newLen], c.line[c.cur:old])
+			clear(c.line[c.cur : c.cur+k])
+		}
+	case 's':
+		if c.n == 0 {
+			c.saved = c.cursor()
+		}
+	case 'u':
+		if c.n == 0 {
+			c.cr = false
+			c.cur = min(c.saved, maxLine)
+		}
+	}
+	return dst
+}
+
+// grow extends s by n elements (with unspecified contents).
+func grow(s []rune, n int) []rune {
+	if len(s)+n > cap(s) {
+		t := make([]rune, len(s), max(2*cap(s), len(s)+n, 256))
+		copy(t, s)
+		s = t
+	}
+	return s[:len(s)+n]
+}
+
+// hasPrefix reports whether s starts with prefix, as text: a blank cell and
+// a space are the same.
+func hasPrefix(s, prefix []rune) bool {
+	if len(prefix) > len(s) {
+		return false
+	}
+	for i, r := range prefix {
+		if q := s[i]; q != r && !(isSpace(q) && isSpace(r)) {
+			return false
+		}
+	}
+	return true
+}
+
+func isSpace(r rune) bool { return r == ' ' || r == blank }
+
+// appendRunes appends the UTF-8 encoding of rs to dst.
+func appendRunes(dst []byte, rs []rune) []byte {
+	n := len(dst)
+	if n+len(rs) > cap(dst) {
+		t := make([]byte, n, max(2*cap(dst), n+len(rs)+len(rs)/4))
+		copy(t, dst)
+		dst = t
+	}
+	d := dst[n : n+len(rs)]
+	for i, r := range rs {
+		if uint32(r) >= utf8.RuneSelf {
+			dst = dst[:n+i]
+			for _, r2 := range rs[i:] {
+				if r2 == blank {
+					r2 = ' '
+				}
+				dst = utf8.AppendRune(dst, r2)
+			}
+			return dst
+		}
+		b := byte(r)
+		if b == blank {
+			b = ' '
+		}
+		d[i] = b
+	}
+	return dst[:n+len(rs)]
+}
+
+// InLine reports, without allocating, whether a line is in progress: output since the
+// last newline that later output may still change. Callers that map text back to raw
+// offsets use it to know that the next text may stem from earlier bytes.
+func (c *Converter) InLine() bool { return len(c.line) > 0 || c.need > 0 }

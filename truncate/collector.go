@@ -1,0 +1,234 @@
+package truncate
+
+import "sort"
+
+// bytesPerToken bounds the bytes a shown token can take: the head and the tail
+// buffers hold half the budget each at this many bytes per token (at least
+// minSide bytes). Terminal output runs 2–5 bytes per token; text that runs
+// longer (long runs of spaces or rules) shows fewer tokens than the budget.
+const (
+	bytesPerToken = 16
+	minSide       = 4 << 10
+)
+
+// maxTags bounds the chunk tags that the head and the tail each keep. Past it,
+// neighbouring tags merge, and raw ranges coarsen (never shrink).
+const maxTags = 512
+
+// A Collector accumulates a stream of text for a token budget, in memory
+// bounded by the budget, not by the stream: it keeps the head of the text
+// and a ring of its tail, and only estimates the tokens of what passes
+// between them. It is not safe for concurrent use.
+type Collector struct {
+	budget   int
+	identity bool // raw offsets are text offsets (Middle)
+	n        int64
+
+	// head holds text [0, len(head)), up to headMax bytes.
+	head     []byte
+	headMax  int
+	headTags tags
+
+	// ring holds text [n-held, n): held bytes from ring[first], wrapping.
+	ring     []byte
+	tailMax  int
+	first    int
+	held     int
+	tailTags tags
+
+	// mid estimates the text evicted from the ring: [len(head), n-held).
+	// midFirst is the raw start of its first chunk, midLast the raw end
+	// of its last.
+	mid               estimator
+	midSeen           bool
+	midFirst, midLast int64
+}
+
+// NewCollector returns a Collector for budget tokens (clamped, see Clamp).
+func NewCollector(budget int) *Collector {
+	b := Clamp(int64(budget))
+	side := max(minSide, (b+1)/2*bytesPerToken)
+	return &Collector{budget: b, headMax: side, tailMax: side}
+}
+
+// Write adds text, produced by the raw bytes [rawStart, rawEnd). Raw ranges
+// must not go backwards. It keeps no reference to text.
+func (c *Collector) Write(text []byte, rawStart, rawEnd int64) {
+	write(c, text, rawStart, rawEnd)
+}
+
+func write[T string | []byte](c *Collector, p T, rawStart, rawEnd int64) {
+	if len(p) == 0 {
+		return
+	}
+	start := c.n
+	c.n += int64(len(p))
+	if h := min(len(p), c.headMax-len(c.head)); h > 0 {
+		c.head = append(c.head, p[:h]...)
+		c.headTags.push(tag{start, start + int64(h), rawStart, rawEnd})
+		p, start = p[h:], start+int64(h)
+		if len(p) == 0 {
+			return
+		}
+	}
+	c.tailTags.push(tag{start, c.n, rawStart, rawEnd})
+	if c.ring == nil {
+		c.ring = make([]byte, c.tailMax)
+	}
+	if over := len(p) - len(c.ring); over > 0 { // p alone overflows the ring
+		c.evict(c.held)
+		addEstimate(&c.mid, p[:over])
+		p = p[over:]
+	} else if over := c.held + len(p) - len(c.ring); over > 0 {
+		c.evict(over)
+	}
+	end := (c.first + c.held) % len(c.ring)
+	k := copy(c.ring[end:], p)
+	copy(c.ring, p[k:])
+	c.held += len(p)
+
+	// Note the raw range of chunks that lost text to the middle; forget
+	// those that lost all of it.
+	ringStart := c.n - int64(c.held)
+	for c.tailTags.len() > 0 {
+		t := c.tailTags.front()
+		if t.start >= ringStart {
+			break
+		}
+		if !c.midSeen {
+			c.midFirst, c.midSeen = t.rawStart, true
+		}
+		c.midLast = t.rawEnd
+		if t.end > ringStart {
+			break
+		}
+		c.tailTags.pop()
+	}
+}
+
+// evict moves the oldest k bytes of the ring to the middle.
+func (c *Collector) evict(k int) {
+	a := c.ring[c.first:min(c.first+k, len(c.ring))]
+	addEstimate(&c.mid, a)
+	addEstimate(&c.mid, c.ring[:k-len(a)])
+	c.first = (c.first + k) % len(c.ring)
+	c.held -= k
+}
+
+// Len returns the number of text bytes written.
+func (c *Collector) Len() int64 { return c.n }
+
+// Result returns what an agent sees of the text written so far. It does not
+// change the Collector: it may be called at any time, more than once, and
+// writing may go on. It costs tokenizing about the budget's worth of text.
+func (c *Collector) Result() Result {
+	head := string(c.head)
+	tail := string(c.ring[c.first:min(c.first+c.held, len(c.ring))]) +
+		string(c.ring[:max(0, c.first+c.held-len(c.ring))])
+	ringStart := c.n - int64(len(tail))
+	evicted := ringStart > int64(len(head))
+
+	// Cut the head from left and the tail from right: the two buffers, or
+	// the whole text twice when nothing was evicted.
+	left, right, rightAt := head, tail, ringStart
+	whole, wholeExact := 0, false
+	if !evicted {
+		left = head + tail
+		right, rightAt = left, 0
+		// Text up to markerTokens long is shown whole: the marker would be
+		// longer.
+		limit := max(c.budget, markerTokens)
+		n, exact := Tokens(left, limit)
+		if n <= limit {
+			return Result{Text: left, OriginalTokens: n}
+		}
+		whole, wholeExact = n, exact
+	}
+	avail := max(c.budget-markerTokens, 0)
+	he := headCut(left, avail/2, evicted)
+	ts := tailCut(right, avail-avail/2)
+	if !evicted && he >= ts { // the halves meet: it fits after all
+		return Result{Text: left, OriginalTokens: Count(left)}
+	}
+
+	kept := Count(left[:he]) + Count(right[ts:])
+	var cut int
+	switch {
+	case evicted:
+		cut = Estimate(left[he:]) + c.mid.tokens() + Estimate(right[:ts])
+	case wholeExact:
+		cut = whole - kept
+	default:
+		cut = Estimate(left[he:ts])
+	}
+	cut = max(cut, 1)
+	r := Result{
+		Text:           join(left[:he], cut, right[ts:]),
+		Truncated:      true,
+		OriginalTokens: kept + cut,
+	}
+	r.CutFrom, r.CutTo = c.rawRange(int64(he), rightAt+int64(ts))
+	return r
+}
+
+// rawRange returns the raw range of the chunks holding text [from, to).
+func (c *Collector) rawRange(from, to int64) (int64, int64) {
+	if c.identity {
+		return from, to
+	}
+	ringStart := c.n - int64(c.held)
+	switch {
+	case from < int64(len(c.head)):
+		from = c.headTags.find(from).rawStart
+	case from < ringStart: // the first evicted byte
+		from = c.midFirst
+	default:
+		from = c.tailTags.find(from).rawStart
+	}
+	switch last := to - 1; {
+	case last >= ringStart && last >= int64(len(c.head)):
+		to = c.tailTags.find(last).rawEnd
+	case last >= int64(len(c.head)): // the last evicted byte
+		to = c.midLast
+	default:
+		to = c.headTags.find(last).rawEnd
+	}
+	return from, to
+}
+
+// tag says that raw bytes [rawStart, rawEnd) produced text [start, end).
+type tag struct{ start, end, rawStart, rawEnd int64 }
+
+// tags is a list of contiguous tags in text order, at most maxTags long,
+// that may drop tags from its front.
+type tags struct {
+	t  []tag
+	lo int // t[lo:] are live
+}
+
+func (l *tags) len() int   { return len(l.t) - l.lo }
+func (l *tags) front() tag { return l.t[l.lo] }
+func (l *tags) pop()       { l.lo++ }
+
+func (l *tags) push(t tag) {
+	if len(l.t) == maxTags {
+		l.t, l.lo = l.t[:copy(l.t, l.t[l.lo:])], 0
+		if n := len(l.t); n > maxTags/2 { // merge neighbours pairwise
+			for i := 0; i < n/2; i++ {
+				a, b := l.t[2*i], l.t[2*i+1]
+				l.t[i] = tag{a.start, b.end, a.rawStart, b.rawEnd}
+			}
+			if n%2 == 1 {
+				l.t[n/2] = l.t[n-1]
+			}
+			l.t = l.t[:(n+1)/2]
+		}
+	}
+	l.t = append(l.t, t)
+}
+
+// find returns the tag that holds text offset x.
+func (l *tags) find(x int64) tag {
+	live := l.t[l.lo:]
+	return live[sort.Search(len(live), func(i int) bool { return live[i].end > x })]
+}

@@ -1,0 +1,178 @@
+package truncate
+
+import (
+	"math"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestClamp(t *testing.T) {
+	for in, want := range map[int64]int{
+		math.MinInt64: MinBudget, -1: MinBudget, 0: MinBudget, 1: 1,
+		DefaultBudget: DefaultBudget, MaxBudget + 1: MaxBudget, 1e18: MaxBudget, math.MaxInt64: MaxBudget,
+	} {
+		if got := Clamp(in); got != want {
+			t.Errorf("Clamp(%d) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func TestMiddleFits(t *testing.T) {
+	ss := samples(t)
+	ss["empty"] = ""
+	ss["two tokens, budget 1"] = "ok\n" // never replaced by a longer marker
+	for name, s := range ss {
+		r := Middle(s, 1)
+		if Count(s) > markerTokens {
+			r = Middle(s, Count(s))
+		}
+		if r != (Result{Text: s, OriginalTokens: Count(s)}) {
+			t.Errorf("%s: %+v", name, r)
+		}
+	}
+}
+
+var markerRE = regexp.MustCompile(`…(\d+) tokens truncated…`)
+
+// checkCut checks a truncated Middle result against the text it came from.
+func checkCut(t *testing.T, name, orig string, budget int, r Result) {
+	t.Helper()
+	if !r.Truncated || r.CutFrom < 0 || r.CutFrom >= r.CutTo || r.CutTo > int64(len(orig)) {
+		t.Fatalf("%s, budget %d: %v [%d, %d) of %d bytes", name, budget, r.Truncated, r.CutFrom, r.CutTo, len(orig))
+	}
+	m := markerRE.FindAllStringSubmatch(r.Text, -1)
+	if len(m) != 1 {
+		t.Fatalf("%s, budget %d: %d markers in %q", name, budget, len(m), r.Text)
+	}
+	n, _ := strconv.Atoi(m[0][1])
+	if want := join(orig[:r.CutFrom], n, orig[r.CutTo:]); r.Text != want {
+		t.Fatalf("%s, budget %d: text is not head + marker line + tail:\n%q\nwant\n%q", name, budget, r.Text, want)
+	}
+	if utf8.ValidString(orig) && !utf8.ValidString(r.Text) {
+		t.Errorf("%s, budget %d: invalid UTF-8", name, budget)
+	}
+	for _, at := range []int64{r.CutFrom, r.CutTo} {
+		if at > 0 && at < int64(len(orig)) {
+			if !utf8.RuneStart(orig[at]) {
+				t.Errorf("%s, budget %d: cut at %d splits a character", name, budget, at)
+			}
+			if orig[at-1] == '\r' && orig[at] == '\n' {
+				t.Errorf("%s, budget %d: cut at %d splits CRLF", name, budget, at)
+			}
+		}
+		for i := 0; i < len(orig); i++ {
+			if orig[i] == esc {
+				if end := escEnd(orig, i); int64(i) < at && (end < 0 || at < int64(end)) {
+					t.Errorf("%s, budget %d: cut at %d splits the escape sequence %q", name, budget, at, orig[i:max(end, i+8)])
+				}
+			}
+		}
+	}
+	if shown := Count(r.Text); shown > max(budget, markerTokens)+2 {
+		t.Errorf("%s, budget %d: %d tokens shown", name, budget, shown)
+	}
+	if n, orig := r.OriginalTokens, countMemo(orig); n < orig*7/10 || n > orig*15/10 {
+		t.Errorf("%s, budget %d: OriginalTokens %d, exact %d", name, budget, n, orig)
+	}
+}
+
+var counted = map[string]int{}
+
+func countMemo(s string) int {
+	if n, ok := counted[s]; ok {
+		return n
+	}
+	counted[s] = Count(s)
+	return counted[s]
+}
+
+func TestMiddleSamples(t *testing.T) {
+	for name, s := range samples(t) {
+		for _, copies := range []int{1, 20} {
+			orig := strings.Repeat(s, copies)
+			for _, budget := range []int{1, 20, 100, 1000, 5000} {
+				if budget >= countMemo(orig) {
+					continue
+				}
+				r := Middle(orig, budget)
+				checkCut(t, name, orig, budget, r)
+				// Lines are short here: big enough cuts fall on line starts.
+				if budget >= 200 && (orig[r.CutFrom-1] != '\n' || orig[r.CutTo-1] != '\n') {
+					t.Errorf("%s, budget %d: cut [%d, %d) is not at line starts", name, budget, r.CutFrom, r.CutTo)
+				}
+				// And the budget is used, not wasted.
+				if shown := Count(r.Text); budget >= 1000 && shown < budget*8/10 {
+					t.Errorf("%s, budget %d: only %d tokens shown", name, budget, shown)
+				}
+			}
+		}
+	}
+}
+
+// Edge case 36: `python3 -c "print('é'*100000)"` with budgets 1..50.
+func TestMiddleUTF8(t *testing.T) {
+	for _, s := range []string{
+		strings.Repeat("é", 100000) + "\n",
+		strings.Repeat("😀", 30000) + "\n",
+		strings.Repeat(samples(t)["CJK, box, emoji"], 30),
+	} {
+		for budget := 1; budget <= 50; budget++ {
+			r := Middle(s, budget)
+			if !utf8.ValidString(r.Text) || !markerRE.MatchString(r.Text) {
+				t.Fatalf("%q…, budget %d: %q", s[:8], budget, r.Text)
+			}
+			checkCut(t, "UTF-8", s, budget, r)
+		}
+	}
+}
+
+// Edge case 63: budgets 0, negative, huge.
+func TestMiddleBudgets(t *testing.T) {
+	big := strings.Repeat(samples(t)["ls -l"], 200) // ~850K tokens
+	for _, budget := range []int{0, -1, math.MinInt, 1e18, math.MaxInt} {
+		r := Middle(big, budget)
+		checkCut(t, "ls -l", big, Clamp(int64(budget)), r)
+	}
+}
+
+// Cuts never split a character, CRLF or an escape sequence, even in text
+// without a line break to cut at.
+func TestCutsAreSafe(t *testing.T) {
+	pieces := []string{"word ", "x", "42 ", "é", "€", "😀", "漢字", "\r\n", "\x1b[31m", "\x1b[0m",
+		"\x1b[38;2;255;100;0m", "\x1b]0;a window title\x07", "\x1b]8;;https://example.com/x\x1b\\", "\x1b(B", "\x1b7"}
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 20 {
+		var b strings.Builder
+		for b.Len() < 20000 {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		s := b.String()
+		for budget := 12; budget < 3000; budget = budget*5/4 + 1 {
+			checkCut(t, "mixed", s, budget, Middle(s, budget))
+		}
+	}
+}
+
+func TestHeadTailCutUnits(t *testing.T) {
+	// A buffer that ends inside a character or an escape sequence is cut
+	// before it when more text follows.
+	for _, s := range []string{"abc\xe2\x82", "abc\x1b[3", "abc\x1b]0;tit", "abc\r"} {
+		if got := headCut(s, 100, true); got != 3 {
+			t.Errorf("headCut(%q) = %d, want 3", s, got)
+		}
+		if got := headCut(s, 100, false); got != len(s) {
+			t.Errorf("headCut(%q, no more) = %d, want %d", s, got, len(s))
+		}
+	}
+	// A ring that starts inside a character, or on the '\n' of a CRLF, is
+	// cut after it.
+	for _, s := range []string{"\x82\xacabc", "\nabc"} {
+		if got := tailCut(s, 100); s[got:] != "abc" {
+			t.Errorf("tailCut(%q) = %d", s, got)
+		}
+	}
+}
