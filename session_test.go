@@ -259,6 +259,11 @@ func TestWaitFor(t *testing.T) {
 	if r.State != session.StateRunning {
 		t.Errorf("state %s", r.State)
 	}
+	// A prompt that arrives in a read of its own (no finished line with it) still matches.
+	r = exec(t, c, session.ExecRequest{Cmd: `echo first; sleep 0.2; printf 'ready> '; sleep 100`, WaitFor: `ready> $`, YieldTimeMs: ms(60000)})
+	if r.ReturnedBecause != session.BecausePattern || r.Output != "first\nready> " {
+		t.Errorf("prompt alone in a chunk: %s %q", r.ReturnedBecause, r.Output)
+	}
 }
 
 // pidsWithSession lists live processes whose environment carries PTYHUB_SESSION=uuid.
@@ -382,8 +387,14 @@ func TestBadArguments(t *testing.T) {
 		{"cmd and argv", func() error { _, err := c.Exec(ctx, session.ExecRequest{Cmd: "x", Argv: []string{"y"}}); return err }, session.ErrInvalid},
 		{"negative yield", func() error { _, err := c.Exec(ctx, session.ExecRequest{Cmd: "true", YieldTimeMs: ms(-5)}); return err }, session.ErrInvalid},
 		{"bad regex", func() error { _, err := c.Exec(ctx, session.ExecRequest{Cmd: "true", WaitFor: "(["}); return err }, session.ErrInvalid},
-		{"missing workdir", func() error { _, err := c.Exec(ctx, session.ExecRequest{Cmd: "true", Workdir: "/no/such/dir"}); return err }, session.ErrInvalid},
-		{"workdir is a file", func() error { _, err := c.Exec(ctx, session.ExecRequest{Cmd: "true", Workdir: "/etc/passwd"}); return err }, session.ErrInvalid},
+		{"missing workdir", func() error {
+			_, err := c.Exec(ctx, session.ExecRequest{Cmd: "true", Workdir: "/no/such/dir"})
+			return err
+		}, session.ErrInvalid},
+		{"workdir is a file", func() error {
+			_, err := c.Exec(ctx, session.ExecRequest{Cmd: "true", Workdir: "/etc/passwd"})
+			return err
+		}, session.ErrInvalid},
 		{"env key", func() error {
 			_, err := c.Exec(ctx, session.ExecRequest{Cmd: "true", Env: map[string]string{"B=C": "x"}})
 			return err
@@ -391,15 +402,30 @@ func TestBadArguments(t *testing.T) {
 		{"rows", func() error { _, err := c.Exec(ctx, session.ExecRequest{Cmd: "true", Rows: 5000}); return err }, session.ErrInvalid},
 		{"profile", func() error { _, err := c.Exec(ctx, session.ExecRequest{Cmd: "true", Profile: "x"}); return err }, session.ErrInvalid},
 		{"unknown session", func() error { _, err := c.Write(ctx, session.WriteRequest{SessionID: "99999"}); return err }, session.ErrNotFound},
-		{"bad key", func() error { _, err := c.Write(ctx, session.WriteRequest{SessionID: ok.SessionID, Keys: []string{"Hyper-Q"}}); return err }, session.ErrInvalid},
-		{"write to exited", func() error { _, err := c.Write(ctx, session.WriteRequest{SessionID: ok.SessionID, Chars: "x"}); return err }, session.ErrExited},
-		{"bad signal", func() error { _, err := c.Kill(ctx, session.KillRequest{SessionID: ok.SessionID, Signal: "NOPE"}); return err }, session.ErrInvalid},
-		{"bad view", func() error { _, err := c.Read(ctx, session.ReadRequest{SessionID: ok.SessionID, View: "pdf"}); return err }, session.ErrInvalid},
+		{"bad key", func() error {
+			_, err := c.Write(ctx, session.WriteRequest{SessionID: ok.SessionID, Keys: []string{"Hyper-Q"}})
+			return err
+		}, session.ErrInvalid},
+		{"write to exited", func() error {
+			_, err := c.Write(ctx, session.WriteRequest{SessionID: ok.SessionID, Chars: "x"})
+			return err
+		}, session.ErrExited},
+		{"bad signal", func() error {
+			_, err := c.Kill(ctx, session.KillRequest{SessionID: ok.SessionID, Signal: "NOPE"})
+			return err
+		}, session.ErrInvalid},
+		{"bad view", func() error {
+			_, err := c.Read(ctx, session.ReadRequest{SessionID: ok.SessionID, View: "pdf"})
+			return err
+		}, session.ErrInvalid},
 		{"bad range", func() error {
 			_, err := c.Read(ctx, session.ReadRequest{SessionID: ok.SessionID, From: ms(10), To: ms(5)})
 			return err
 		}, session.ErrInvalid},
-		{"resize range", func() error { _, err := c.Resize(ctx, session.ResizeRequest{SessionID: ok.SessionID, Rows: 0, Cols: 80}); return err }, session.ErrInvalid},
+		{"resize range", func() error {
+			_, err := c.Resize(ctx, session.ResizeRequest{SessionID: ok.SessionID, Rows: 0, Cols: 80})
+			return err
+		}, session.ErrInvalid},
 	}
 	for _, tc := range cases {
 		if err := tc.call(); !errors.Is(err, tc.want) {

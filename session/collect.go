@@ -65,12 +65,12 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 				s.cursor += int64(n)
 				text = s.conv.Write(text[:0], buf[:n])
 				from := min(s.lineFrom, start)
+				fresh = true // new bytes may only extend the unfinished line (a prompt)
 				if len(text) > 0 {
 					coll.Write(text, from, s.cursor)
 					if o.pattern != nil {
 						window = appendWindow(window, text)
 					}
-					fresh = true
 				}
 				if !s.conv.InLine() {
 					s.lineFrom = s.cursor

@@ -32,7 +32,7 @@ func ExampleClient_Write() {
 	agent := m.NewClient("example")
 	ctx := context.Background()
 
-	r, _ := agent.Exec(ctx, session.ExecRequest{Cmd: "read name; echo hi $name", YieldTimeMs: new(int64(0))})
+	r, _ := agent.Exec(ctx, session.ExecRequest{Cmd: "read name; echo hi $name; read more", YieldTimeMs: new(int64(0))})
 	r, _ = agent.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: "ada\n", WaitFor: "hi ada"})
 	fmt.Printf("%s %q\n", r.ReturnedBecause, r.Output)
 	// Output: pattern "ada\nhi ada\n"

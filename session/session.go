@@ -301,7 +301,9 @@ func (s *Session) kill(timedOut bool) []Survivor {
 	<-s.exited
 	out := make([]Survivor, 0, len(surv))
 	for _, p := range surv {
-		out = append(out, Survivor{PID: p.PID, Command: p.Command})
+		if p.PID != s.pid { // the leader is not its own survivor
+			out = append(out, Survivor{PID: p.PID, Command: p.Command})
+		}
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -121,7 +122,7 @@ func TestSegmentsExact(t *testing.T) {
 	}
 	alphabet := []string{" ", "\n", "\r", "\t", "a", "B", "1", "!", "/", "é", "─", "'", "\x1b", "\n\n", "  ", "\v", "\u00a0", "\u3000", "ab cd"}
 	r := rand.New(rand.NewPCG(3, 4))
-	for range 300 {
+	for range 200 {
 		var b strings.Builder
 		for b.Len() < 2000 {
 			b.WriteString(alphabet[r.IntN(len(alphabet))])
@@ -166,14 +167,26 @@ func TestSegmentsBounded(t *testing.T) {
 // -v) and holds it within bounds that keep Tokens' 2x rule sound.
 func TestEstimateError(t *testing.T) {
 	ss := samples(t)
-	t.Logf("%-20s %8s %8s %8s %10s", "sample", "bytes", "tokens", "est/exact", "bytes/4")
-	for name, s := range ss {
+	names := make([]string, 0, len(ss))
+	for name := range ss {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	t.Logf("%-20s %8s %8s %9s %9s", "sample", "bytes", "tokens", "est/exact", "bytes/4")
+	for _, name := range names {
+		s := ss[name]
 		n, e := Count(s), Estimate(s)
 		ratio, naive := float64(e)/float64(n), float64(len(s))/4/float64(n)
-		t.Logf("%-20s %8d %8d %8.2f %10.2f", name, len(s), n, ratio, naive)
+		t.Logf("%-20s %8d %8d %9.2f %9.2f", name, len(s), n, ratio, naive)
 		if ratio < 0.7 || ratio > 1.6 {
 			t.Errorf("%s: estimate %d for %d tokens (%.2fx)", name, e, n, ratio)
 		}
+	}
+	// Runs of one character, the estimate's known weak spot: logged only.
+	for _, c := range []string{" ", "\t", "\n", "-", "a", "0", "é", "─", "█", "░", "😀"} {
+		s := strings.Repeat(c, 20000/len(c))
+		n, e := Count(s), Estimate(s)
+		t.Logf("%-20q %8d %8d %9.2f %9.2f", c+"×N", len(s), n, float64(e)/float64(n), float64(len(s))/4/float64(n))
 	}
 }
 
@@ -191,14 +204,8 @@ func TestEstimateStreams(t *testing.T) {
 		}
 		// The prefix and suffix searches agree with the running sum.
 		sum := make([]uint64, len(s)+1) // sum[i]: thousandths of a token in s[:i]
-		at := func(i int) byte {
-			if i < 0 {
-				return '\n'
-			}
-			return s[i]
-		}
 		for i := range len(s) {
-			sum[i+1] = sum[i] + uint64(weight(s[i], at(i-1), at(i-2), at(i-3)))
+			sum[i+1] = sum[i] + uint64(weightAt(s, i))
 		}
 		n := Estimate(s) / 3
 		want := uint64(n) * 1000

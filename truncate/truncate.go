@@ -173,10 +173,12 @@ func lastEsc(s string, off int) int {
 }
 
 func escBack(s string, off int) int {
-	if i := lastEsc(s, off); i >= 0 {
-		if end := escEnd(s, i); end < 0 || end > off {
-			return i
+	// Again from the new cut: it may be the ESC of an ST that ends a string.
+	for i := lastEsc(s, off); i >= 0; i = lastEsc(s, off) {
+		if end := escEnd(s, i); end >= 0 && end <= off {
+			break
 		}
+		off = i
 	}
 	return off
 }

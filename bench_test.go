@@ -1,0 +1,195 @@
+package ptyhub_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	osexec "os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ptyhub/ptyhub/pty"
+	"github.com/ptyhub/ptyhub/session"
+)
+
+// Benchmarks of SPEC §7 measured in-process, each against a floor measured in the same
+// run (interleaved sample by sample, so machine noise hits both alike). Reported metrics:
+// floor-ms and ptyhub-ms (medians), over-ms (their difference) and ratio.
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func report(b *testing.B, floor, prod []time.Duration) {
+	f, p := median(floor), median(prod)
+	b.ReportMetric(float64(f.Microseconds())/1000, "floor-ms")
+	b.ReportMetric(float64(p.Microseconds())/1000, "ptyhub-ms")
+	b.ReportMetric(float64((p-f).Microseconds())/1000, "over-ms")
+	b.ReportMetric(float64(p)/float64(f), "ratio")
+}
+
+func benchClient(b *testing.B) *session.Client {
+	m, err := session.NewManager(session.Options{MaxSessions: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close(context.Background()) })
+	return m.NewClient("bench")
+}
+
+// bareSpawn is the floor: start argv on a fresh pty, read until EIO, wait.
+func bareSpawn(b *testing.B, argv ...string) {
+	m, slave, err := pty.Open(24, 80)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := osexec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	slave.Close()
+	io.Copy(io.Discard, m)
+	cmd.Wait()
+	m.Close()
+}
+
+// BenchmarkExecTrue: exec_command of /bin/true against spawning it on a bare pty.
+func BenchmarkExecTrue(b *testing.B) {
+	c := benchClient(b)
+	var floor, prod []time.Duration
+	ctx := context.Background()
+	for b.Loop() {
+		t0 := time.Now()
+		bareSpawn(b, "/bin/true")
+		floor = append(floor, time.Since(t0))
+		t0 = time.Now()
+		r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"/bin/true"}})
+		prod = append(prod, time.Since(t0))
+		if err != nil || r.State != session.StateExited {
+			b.Fatalf("%v %+v", err, r)
+		}
+		c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
+	}
+	report(b, floor, prod)
+}
+
+// BenchmarkREPLTurn: write_stdin "1+1\n" to python3 -q, returning at the next prompt
+// (wait_for), against the same turn on a bare pty.
+func BenchmarkREPLTurn(b *testing.B) {
+	if _, err := osexec.LookPath("python3"); err != nil {
+		b.Skip("python3 not installed")
+	}
+	// Floor: a bare pty with python3 -q; write, read until "2\r\n>>> ".
+	m, slave, err := pty.Open(24, 80)
+	if err != nil {
+		b.Fatal(err)
+	}
+	py := osexec.Command("python3", "-q")
+	py.Env = append(os.Environ(), "TERM=xterm-256color", "NO_COLOR=1")
+	py.Stdin, py.Stdout, py.Stderr = slave, slave, slave
+	py.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := py.Start(); err != nil {
+		b.Fatal(err)
+	}
+	slave.Close()
+	defer func() { m.Close(); py.Process.Kill(); py.Wait() }()
+	buf := make([]byte, 4096)
+	readUntil := func(want []byte) {
+		var acc []byte
+		for !bytes.Contains(acc, want) {
+			n, err := m.Read(buf)
+			if err != nil {
+				b.Fatal(err)
+			}
+			acc = append(acc, buf[:n]...)
+		}
+	}
+	readUntil([]byte(">>> "))
+
+	c := benchClient(b)
+	ctx := context.Background()
+	r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"python3", "-q"}, WaitFor: ">>> $"})
+	if err != nil || r.ReturnedBecause != session.BecausePattern {
+		b.Fatalf("python3 did not prompt: %v %+v", err, r)
+	}
+	id := r.SessionID
+	var floor, prod []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		m.Write([]byte("1+1\n"))
+		readUntil([]byte("2\r\n>>> "))
+		floor = append(floor, time.Since(t0))
+		t0 = time.Now()
+		r, err := c.Write(ctx, session.WriteRequest{SessionID: id, Chars: "1+1\n", WaitFor: ">>> $", YieldTimeMs: ms(10000)})
+		prod = append(prod, time.Since(t0))
+		if err != nil || r.ReturnedBecause != session.BecausePattern || !bytes.Contains([]byte(r.Output), []byte("2\n>>> ")) {
+			b.Fatalf("turn %d: %v %s %q", len(prod), err, r.ReturnedBecause, r.Output)
+		}
+	}
+	report(b, floor, prod)
+}
+
+// BenchmarkCollect1GiB: exec_command of a 1 GiB flood collected into a 10,000-token
+// result, against reading the same flood from a bare pty. Reports MB/s of both and the
+// heap growth of the call. PTYHUB_BENCH_BYTES overrides the size.
+func BenchmarkCollect1GiB(b *testing.B) {
+	size := int64(1 << 30)
+	if s := os.Getenv("PTYHUB_BENCH_BYTES"); s != "" {
+		size, _ = strconv.ParseInt(s, 10, 64)
+	}
+	script := "head -c " + strconv.FormatInt(size, 10) + " /dev/zero | tr '\\0' a"
+	c := benchClient(b)
+	ctx := context.Background()
+	var floor, prod []time.Duration
+	var peak atomic.Uint64
+	for b.Loop() {
+		t0 := time.Now()
+		bareSpawn(b, "sh", "-c", script)
+		floor = append(floor, time.Since(t0))
+
+		runtime.GC()
+		var ms0 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() { // samples the heap while the call runs
+			defer close(done)
+			var st runtime.MemStats
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				runtime.ReadMemStats(&st)
+				if d := st.HeapInuse - min(st.HeapInuse, ms0.HeapInuse); d > peak.Load() {
+					peak.Store(d)
+				}
+			}
+		}()
+		t0 = time.Now()
+		r, err := c.Exec(ctx, session.ExecRequest{Cmd: script, YieldTimeMs: ms(600000)})
+		prod = append(prod, time.Since(t0))
+		close(stop)
+		<-done
+		if err != nil || r.State != session.StateExited || r.TruncatedRange == nil {
+			b.Fatalf("%v %+v", err, r)
+		}
+		c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
+	}
+	report(b, floor, prod)
+	mb := float64(size) / 1e6
+	b.ReportMetric(mb/median(floor).Seconds(), "floor-MB/s")
+	b.ReportMetric(mb/median(prod).Seconds(), "ptyhub-MB/s")
+	b.ReportMetric(float64(peak.Load())/(1<<20), "heap-growth-MiB")
+}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	osexec "os/exec"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ptyhub/ptyhub/session"
+)
+
+const execHelp = `Usage:
+  ptyhub exec [flags] [--] PROGRAM [ARGUMENT...]
+  ptyhub exec [flags] -c 'SHELL COMMAND LINE'
+
+Runs a command on a new pseudo-terminal and prints what a coding agent gets from the
+exec_command tool: a short header (exit status, or "Process running"), then the output
+with escape sequences removed, cut to --max-tokens (head and tail kept).
+
+The words after the flags are the program and its arguments, run directly, without a
+shell (put -- before them when one starts with -). To run a shell command line (pipes,
+&&, globs, $VARS), pass it as one string with -c; it runs as $SHELL -c.
+
+ptyhub exec returns when the command exits, waits for input at its terminal, prints
+text matching --wait-for, or when --yield has passed (default 10s; a longer --timeout
+raises it). This version keeps the session inside the ptyhub exec process, so a command
+still running when ptyhub exec returns is killed, and a line on stderr says so.
+
+Exit status:
+  N        the command exited with code N (127: program not found)
+  128+N    signal N ended the command (143 for SIGTERM, 137 for SIGKILL)
+  124      --timeout killed the command, or it was still running when ptyhub exec
+           returned (it is then killed)
+  0        the command was still running, but its output matched --wait-for (it is
+           then killed)
+  130/143  ptyhub exec itself got SIGINT/SIGTERM (the command is killed)
+  2        bad flags or arguments (one line on stderr)
+  1        ptyhub failed
+
+Examples:
+  ptyhub exec -- echo hello
+  ptyhub exec --json -- git status
+  ptyhub exec --yield 5m -c 'make test 2>&1 | tail -20'
+  ptyhub exec --wait-for 'listening on' -- npm run dev
+  ptyhub exec --stdin 'print(6*7)' --close-stdin -- python3 -
+`
+
+// envFlag collects repeated --env K=V.
+type envFlag map[string]string
+
+func (e envFlag) String() string { return "" }
+func (e envFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want K=V, got %q", v)
+	}
+	e[k] = val
+	return nil
+}
+
+func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("exec", execHelp)
+	env := envFlag{}
+	shellCmd := fs.String("c", "", "run this shell `command line` ($SHELL -c) instead of a program")
+	cwd := fs.String("cwd", "", "working `directory` of the command (must exist)")
+	fs.Var(env, "env", "set an environment variable for the command, `K=V` (repeatable)")
+	clearEnv := fs.Bool("clear-env", false, "start from an empty environment instead of ptyhub's")
+	noTTY := fs.Bool("no-tty", false, "use plain pipes (stdout and stderr merged) instead of a pseudo-terminal")
+	yield := fs.Duration("yield", time.Duration(session.DefaultExecYieldMs)*time.Millisecond, "return after this `duration` even if the command still runs (max 10m)")
+	maxTokens := fs.Int64("max-tokens", 10_000, "token `budget` of the printed output; longer output keeps its head and tail")
+	waitFor := fs.String("wait-for", "", "return as soon as the output matches this `regexp` (Go RE2 syntax)")
+	timeout := fs.Duration("timeout", 0, "kill the command after this `duration` (exit status 124)")
+	shell := fs.String("shell", "", "`shell` for -c (default $SHELL, else /bin/bash, else /bin/sh)")
+	login := fs.Bool("login", false, "run -c in a login shell (-lc); slower")
+	stdinText := fs.String("stdin", "", "`text` written to the command right after it starts")
+	closeStdin := fs.Bool("close-stdin", false, "send end-of-file after --stdin")
+	rows := fs.Int("rows", session.DefaultRows, "terminal `rows`")
+	cols := fs.Int("cols", session.DefaultCols, "terminal `columns`")
+	profile := fs.String("profile", "", "environment `profile`: agent (TERM=xterm-256color, NO_COLOR=1, pagers off; the default) or plain")
+	jsonOut := fs.Bool("json", false, "print the result as one JSON object (exec_command's structuredContent) instead of text")
+	verbose := fs.Bool("verbose", false, "log what ptyhub does to stderr")
+	if code, done := fs.parse(args, stdout, stderr); done {
+		return code
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	req := session.ExecRequest{
+		Cmd: *shellCmd, Argv: fs.Args(), Workdir: *cwd, Shell: *shell, Login: *login,
+		ClearEnv: *clearEnv, Stdin: *stdinText, CloseStdin: *closeStdin,
+		Rows: *rows, Cols: *cols, WaitFor: *waitFor, Profile: *profile,
+		MaxOutputTokens: maxTokens,
+	}
+	switch {
+	case set["c"] && fs.NArg() > 0:
+		return usageError(stderr, "exec", "give a program and its arguments, or -c with a shell command line, not both")
+	case set["c"] && *shellCmd == "":
+		return usageError(stderr, "exec", "-c needs a shell command line")
+	case !set["c"] && fs.NArg() == 0:
+		return usageError(stderr, "exec", "no command: give a program after the flags, or -c 'shell command line'")
+	case !set["c"] && looksLikeShellLine(fs.Args()):
+		return usageError(stderr, "exec", fmt.Sprintf("%q is not a program; to run a shell command line use: ptyhub exec -c %s", fs.Arg(0), shellQuote(fs.Arg(0))))
+	}
+	if len(env) > 0 {
+		req.Env = env
+	}
+	if *noTTY {
+		f := false
+		req.TTY = &f
+	}
+	y := *yield
+	if *timeout > 0 {
+		req.TimeoutMs = timeout.Milliseconds()
+		if !set["yield"] && *timeout+time.Second > y {
+			// Wait for the program up to its hard limit, not the default yield.
+			y = *timeout + time.Second
+		}
+	} else if *timeout < 0 {
+		req.TimeoutMs = timeout.Milliseconds() // the session says what is wrong
+	}
+	if !set["yield"] && y > time.Duration(session.MaxYieldMs)*time.Millisecond {
+		y = time.Duration(session.MaxYieldMs) * time.Millisecond
+	}
+	yms := y.Milliseconds()
+	req.YieldTimeMs = &yms
+
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	mgr, err := session.NewManager(session.Options{Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
+		return exitError
+	}
+	client := mgr.NewClient("exec")
+	// The manager (and every process it started) ends with this command.
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		client.Close(cctx, false)
+		if err := mgr.Close(cctx); err != nil {
+			log.Warn("closing the session manager", "error", err)
+		}
+	}()
+
+	res, err := client.Exec(ctx, req)
+	if err != nil {
+		if sig, ok := signalOf(ctx); ok {
+			fmt.Fprintf(stderr, "ptyhub exec: interrupted by %s\n", signalName(sig.sig))
+			return sig.exitCode()
+		}
+		fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
+		if errors.Is(err, session.ErrInvalid) {
+			return exitUsage
+		}
+		return exitError
+	}
+
+	if *jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintf(stderr, "ptyhub exec: %v\n", err)
+			return exitError
+		}
+	} else {
+		text := res.Text()
+		if !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		io.WriteString(stdout, text)
+	}
+
+	status := exitStatus(res)
+	if res.State == session.StateRunning {
+		kctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, kerr := client.Kill(kctx, session.KillRequest{SessionID: res.SessionID})
+		cancel()
+		why := "was still running when ptyhub exec returned"
+		switch res.ReturnedBecause {
+		case session.BecauseDeadline:
+			why = fmt.Sprintf("was still running after --yield %s", y)
+		case session.BecauseWaitingForInput:
+			why = "was waiting for input (pass it with --stdin)"
+		case session.BecausePattern:
+			why = "matched --wait-for and was still running"
+		}
+		if kerr != nil {
+			fmt.Fprintf(stderr, "ptyhub exec: session %s %s; killing it failed: %s\n", res.SessionID, why, oneLine(kerr.Error()))
+		} else {
+			fmt.Fprintf(stderr, "ptyhub exec: session %s %s; killed it (ptyhub exec cannot leave it running in this version)\n", res.SessionID, why)
+		}
+	}
+	if sig, ok := signalOf(ctx); ok {
+		fmt.Fprintf(stderr, "ptyhub exec: interrupted by %s\n", signalName(sig.sig))
+		return sig.exitCode()
+	}
+	return status
+}
+
+// exitStatus maps a result to ptyhub exec's exit status (see execHelp).
+func exitStatus(r *session.Result) int {
+	switch {
+	case r.State == session.StateRunning:
+		if r.ReturnedBecause == session.BecausePattern {
+			return 0
+		}
+		return 124
+	case r.TimedOut:
+		return 124
+	case r.Signal != "":
+		if n := unix.SignalNum(r.Signal); n != 0 {
+			return 128 + int(n)
+		}
+		return exitError
+	case r.ExitCode != nil:
+		if c := *r.ExitCode; c >= 0 && c <= 255 {
+			return c
+		}
+		return exitError
+	}
+	return exitError
+}
+
+// looksLikeShellLine reports a single program argument that is really a shell command
+// line ("make test | tail"): it has spaces or shell syntax and names no program.
+func looksLikeShellLine(args []string) bool {
+	if len(args) != 1 || !strings.ContainsAny(args[0], " \t\n|&;<>()$`'\"*?~") {
+		return false
+	}
+	if strings.Contains(args[0], "/") {
+		if _, err := os.Stat(args[0]); err == nil {
+			return false
+		}
+	} else if _, err := osexec.LookPath(args[0]); err == nil {
+		return false
+	}
+	return true
+}
+
+// shellQuote quotes s for a POSIX shell, in single quotes.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// oneLine keeps an error message on one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,286 @@
+// Command ptyhub runs interactive programs on pseudo-terminals for coding agents (over
+// MCP) and for humans.
+//
+//	ptyhub exec -- CMD...     run a command, print what an agent would get
+//	ptyhub mcp                serve the MCP tools on stdin/stdout
+//	ptyhub version
+//
+// Run `ptyhub help` or `ptyhub COMMAND --help` for details.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	ctx, stop := signalContext()
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// signalError is the cancel cause of run's context when a signal arrived.
+type signalError struct{ sig syscall.Signal }
+
+func (e *signalError) Error() string { return "received " + signalName(e.sig) }
+
+// exitCode is the conventional status of a process ended by a signal.
+func (e *signalError) exitCode() int { return 128 + int(e.sig) }
+
+// signalContext returns a context cancelled, with a *signalError cause, at the first
+// SIGINT, SIGTERM, SIGHUP or SIGQUIT.
+//
+// Catching these signals (and SIGPIPE) also matters for children: a caught signal is reset
+// to its default disposition in a child, where an inherited SIG_IGN (ptyhub started with &
+// or under nohup) would be passed on and break Ctrl-C and hangup in every session
+// (EDGE-CASES 7). SIGPIPE is caught so that a write to a closed stdout returns EPIPE
+// instead of killing the process without cleanup (EDGE-CASES 29); the write error then
+// ends the MCP connection like the end of stdin does. SIGPIPE does not cancel the context:
+// it may come from a write to a session's pipe, which is no reason to stop.
+func signalContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 8)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
+	done := make(chan struct{})
+	// The signal goroutine: owned by main, stops when stop is called.
+	go func() {
+		for {
+			select {
+			case s := <-ch:
+				if sig, ok := s.(syscall.Signal); ok && sig != syscall.SIGPIPE {
+					cancel(&signalError{sig})
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() { close(done); cancel(nil) }
+}
+
+// signalOf returns the signal that cancelled ctx, if one did.
+func signalOf(ctx context.Context) (*signalError, bool) {
+	var se *signalError
+	ok := errors.As(context.Cause(ctx), &se)
+	return se, ok
+}
+
+// Exit statuses of usage errors and other errors.
+const (
+	exitError = 1
+	exitUsage = 2
+)
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"exec", "run a command on a pseudo-terminal and print what an agent would get", runExec},
+		{"mcp", "serve the MCP tools (exec_command, write_stdin, ...) on stdin and stdout", runMCP},
+		{"version", "print the version", runVersion},
+		{"help", "show help for ptyhub or one command", runHelp},
+	}
+}
+
+// notYet are commands of the product that need the per-user server, which this version
+// does not have yet.
+var notYet = map[string]bool{"serve": true, "write": true, "read": true, "ls": true, "attach": true,
+	"kill": true, "rm": true, "logs": true, "screen": true}
+
+// run is the whole program behind main, testable: it parses args (without the program
+// name) and returns the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage())
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage())
+		return 0
+	case "-version", "--version":
+		return runVersion(ctx, nil, stdin, stdout, stderr)
+	}
+	for _, c := range commands {
+		if c.name == name {
+			return c.run(ctx, args[1:], stdin, stdout, stderr)
+		}
+	}
+	if notYet[name] {
+		fmt.Fprintf(stderr, "ptyhub: %q needs the ptyhub server, which this version does not have yet; see 'ptyhub help'\n", name)
+		return exitUsage
+	}
+	if strings.HasPrefix(name, "-") {
+		fmt.Fprintf(stderr, "ptyhub: unknown flag %q: flags go after the command; see 'ptyhub help'\n", name)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "ptyhub: unknown command %q; see 'ptyhub help'\n", name)
+	return exitUsage
+}
+
+func usage() string {
+	var b strings.Builder
+	b.WriteString(`ptyhub runs interactive programs on pseudo-terminals for coding agents and humans.
+
+Usage:
+  ptyhub COMMAND [flags] [arguments]
+
+Commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-8s  %s\n", c.name, c.summary)
+	}
+	b.WriteString(`
+Examples:
+  ptyhub exec -- ls -l                 run a program (no shell)
+  ptyhub exec -c 'make test | tail'    run a shell command line
+  claude mcp add ptyhub -- ptyhub mcp  let Claude Code start the MCP server
+
+Run 'ptyhub COMMAND --help' for the flags of a command.
+`)
+	return b.String()
+}
+
+func runHelp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, usage())
+		return 0
+	}
+	if len(args) > 1 {
+		fmt.Fprintln(stderr, "ptyhub help: give at most one command")
+		return exitUsage
+	}
+	for _, c := range commands {
+		if c.name == args[0] && c.name != "help" {
+			return c.run(ctx, []string{"--help"}, stdin, stdout, stderr)
+		}
+	}
+	if args[0] == "help" {
+		fmt.Fprint(stdout, usage())
+		return 0
+	}
+	fmt.Fprintf(stderr, "ptyhub help: unknown command %q\n", args[0])
+	return exitUsage
+}
+
+func runVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("version", "Usage: ptyhub version\n\nPrints the version of ptyhub and of the Go toolchain that built it.\n")
+	if code, done := fs.parse(args, stdout, stderr); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, "version", "takes no arguments")
+	}
+	fmt.Fprintf(stdout, "ptyhub %s (%s %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return 0
+}
+
+// version is the module version when built by `go install …@version`, else "devel" with
+// the VCS revision when known.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	v := "devel"
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += "-" + s.Value[:12]
+		}
+	}
+	return v
+}
+
+// flagSet is a command's flags and its --help text.
+type flagSet struct {
+	*flag.FlagSet
+	help string // printed by --help before the flags
+}
+
+// newFlagSet returns a flag set that reports errors to parse instead of printing them.
+func newFlagSet(name, help string) *flagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &flagSet{fs, help}
+}
+
+// parse parses args; done says the command should return code at once (after --help,
+// exit 0, or a usage error, exit 2).
+func (fs *flagSet) parse(args []string, stdout, stderr io.Writer) (code int, done bool) {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, fs.helpText())
+		return 0, true
+	}
+	if err != nil {
+		return usageError(stderr, fs.Name(), err.Error()), true
+	}
+	return 0, false
+}
+
+// usageError prints one line and returns the usage status.
+func usageError(stderr io.Writer, cmd, msg string) int {
+	fmt.Fprintf(stderr, "ptyhub %s: %s (see 'ptyhub %s --help')\n", cmd, msg, cmd)
+	return exitUsage
+}
+
+// helpText is the command's help: its text, then its flags GNU-style (--name VALUE).
+func (fs *flagSet) helpText() string {
+	var b strings.Builder
+	b.WriteString(fs.help)
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return b.String()
+	}
+	b.WriteString("\nFlags:\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		dash := "--"
+		if len(f.Name) == 1 {
+			dash = "-"
+		}
+		value, text := flag.UnquoteUsage(f)
+		head := "  " + dash + f.Name
+		if value != "" {
+			head += " " + value
+		}
+		if def := f.DefValue; def != "" && def != "false" && def != "0" && def != "0s" && def != "[]" {
+			text += " (default " + def + ")"
+		}
+		if len(head) <= 22 {
+			fmt.Fprintf(&b, "%-24s%s\n", head, text)
+		} else {
+			fmt.Fprintf(&b, "%s\n%24s%s\n", head, "", text)
+		}
+	})
+	return b.String()
+}
+
+func signalName(sig syscall.Signal) string {
+	if n := unix.SignalName(sig); n != "" {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(sig))
+}

@@ -1,0 +1,271 @@
+package ptyhub_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMCPTypeScriptClient runs `ptyhub mcp` under the official TypeScript MCP client
+// (testdata/mcpclient/client.mjs, @modelcontextprotocol/sdk pinned in its package.json),
+// as Claude Code and other Node-based agents do: all six tools, a bad argument, and the
+// end of the connection ending every session.
+//
+// It needs node and npm. The npm packages are taken from testdata/mcpclient/node_modules
+// when present (.ci/run installs them there), else installed once into the user cache
+// dir. Without node the test is skipped, except under CI=true, where it fails.
+func TestMCPTypeScriptClient(t *testing.T) {
+	t.Parallel()
+	node, err := osexec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node is not installed; the TypeScript MCP client test needs Node.js 18 or later")
+		}
+		t.Skip("node is not installed: skipping the TypeScript MCP client test")
+	}
+	dir := e2eClientDir(t)
+	bin := e2eBuildPtyhub(t)
+
+	marker := fmt.Sprintf("e2e-ts-%d-%d", os.Getpid(), time.Now().UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"), bin)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PTYHUB_E2E_MARKER="+marker)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+
+	steps := map[string]map[string]any{}
+	var order []string
+	sc := bufio.NewScanner(&stdout)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Errorf("client printed a line that is not JSON: %q", sc.Text())
+			continue
+		}
+		name, _ := m["step"].(string)
+		steps[name] = m
+		order = append(order, name)
+	}
+	if runErr != nil || t.Failed() {
+		t.Fatalf("client: %v\nsteps: %v\nstderr:\n%s", runErr, order, stderr.String())
+	}
+
+	// get returns a tool step's text and structured content, failing on errors.
+	get := func(name string, wantError bool) (string, map[string]any) {
+		t.Helper()
+		m, ok := steps[name]
+		if !ok {
+			t.Errorf("step %s missing (steps: %v)", name, order)
+			return "", nil
+		}
+		if e, ok := m["error"]; ok {
+			t.Errorf("step %s: client error: %v", name, e)
+			return "", nil
+		}
+		text, _ := m["text"].(string)
+		if isErr, _ := m["isError"].(bool); isErr != wantError {
+			t.Errorf("step %s: isError = %v, want %v: %s", name, isErr, wantError, text)
+		}
+		st, _ := m["structured"].(map[string]any)
+		return text, st
+	}
+	contains := func(name, text, want string) {
+		t.Helper()
+		if !strings.Contains(text, want) {
+			t.Errorf("step %s: text %q lacks %q", name, text, want)
+		}
+	}
+
+	if tools, _ := steps["list_tools"]["tools"].([]any); len(tools) != 6 {
+		t.Errorf("list_tools: %v, want the six tools", steps["list_tools"]["tools"])
+	}
+	text, st := get("exec_echo", false)
+	contains("exec_echo", text, "Process exited with code 0")
+	contains("exec_echo", text, "Output:\nhi")
+	if st["exit_code"] != 0.0 || st["state"] != "exited" {
+		t.Errorf("exec_echo structuredContent: %v", st)
+	}
+	text, st = get("exec_bash", false)
+	contains("exec_bash", text, "Process running with session ID")
+	if st["state"] != "running" {
+		t.Errorf("exec_bash structuredContent: %v", st)
+	}
+	text, st = get("write_42", false)
+	contains("write_42", text, "42")
+	if st["returned_because"] != "pattern" {
+		t.Errorf("write_42: returned_because %v", st["returned_because"])
+	}
+	text, _ = get("read_output", false)
+	contains("read_output", text, "42")
+	text, st = get("list_sessions", false)
+	contains("list_sessions", text, "bash")
+	if ss, _ := st["sessions"].([]any); len(ss) < 2 {
+		t.Errorf("list_sessions structuredContent: %v", st)
+	}
+	text, st = get("resize", false)
+	if st["rows"] != 40.0 || st["cols"] != 100.0 {
+		t.Errorf("resize: %s %v", text, st)
+	}
+	text, _ = get("stty_size", false)
+	contains("stty_size", text, "40 100")
+	text, st = get("kill", false)
+	if st["state"] != "exited" {
+		t.Errorf("kill: %s %v", text, st)
+	}
+	text, _ = get("bad_argument", true)
+	contains("bad_argument", text, "yield_ms")
+	text, _ = get("unknown_session", true)
+	contains("unknown_session", text, "987654")
+	if _, st = get("exec_marked", false); st["state"] != "running" {
+		t.Errorf("exec_marked: %v", st)
+	}
+	if _, ok := steps["closed"]; !ok {
+		t.Errorf("the client did not close cleanly; steps %v", order)
+	}
+
+	// Closing the client closed ptyhub's stdin: ptyhub exits and ends its sessions.
+	if pid, _ := steps["connect"]["pid"].(float64); pid > 0 {
+		e2eWaitGone(t, "ptyhub mcp", func() []int {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", int(pid))); err == nil && !e2eZombie(int(pid)) {
+				return []int{int(pid)}
+			}
+			return nil
+		})
+	}
+	e2eWaitGone(t, "session processes", func() []int { return e2eMarked(marker) })
+	if t.Failed() {
+		t.Logf("client stderr:\n%s", stderr.String())
+	}
+}
+
+// e2eClientDir returns a directory holding client.mjs and node_modules of the pinned SDK.
+func e2eClientDir(t *testing.T) string {
+	t.Helper()
+	src, err := filepath.Abs(filepath.Join("testdata", "mcpclient"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(src, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil {
+		return src
+	}
+	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(lock)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "ptyhub-test", "mcpclient-"+hex.EncodeToString(sum[:6]))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		// Install into a fresh directory, then move it into place, so concurrent runs and
+		// interrupted installs never leave a half-filled cache.
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(tmp)
+		for _, f := range []string{"package.json", "package-lock.json"} {
+			e2eCopy(t, filepath.Join(src, f), filepath.Join(tmp, f))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		npm := osexec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		npm.Dir = tmp
+		if out, err := npm.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci for the TypeScript MCP client: %v\n%s", err, out)
+		}
+		if err := os.Rename(tmp, dir); err != nil {
+			if _, serr := os.Stat(filepath.Join(dir, "node_modules")); serr != nil {
+				t.Fatalf("installing the TypeScript MCP client: %v", err)
+			} // else another run installed it first
+		}
+	}
+	e2eCopy(t, filepath.Join(src, "client.mjs"), filepath.Join(dir, "client.mjs"))
+	return dir
+}
+
+func e2eCopy(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// e2eBuildPtyhub builds the binary into the test's temp dir.
+func e2eBuildPtyhub(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ptyhub")
+	build := osexec.Command("go", "build", "-o", bin, "./cmd/ptyhub")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/ptyhub: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// e2eMarked lists live processes whose environment holds PTYHUB_TEST_MARKER=marker.
+func e2eMarked(marker string) []int {
+	want := []byte("PTYHUB_TEST_MARKER=" + marker + "\x00")
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(env, want) && !e2eZombie(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func e2eZombie(pid int) bool {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(st, ')')
+	return i > 0 && len(st) > i+2 && st[i+2] == 'Z'
+}
+
+// e2eWaitGone waits up to 10 s for list to return nothing.
+func e2eWaitGone(t *testing.T, what string, list func() []int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pids := list()
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s still alive after the client closed: pids %v", what, pids)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,349 @@
+// Package mcpserver serves ptyhub's six tools (exec_command, write_stdin, read_output,
+// list_sessions, kill_session, resize_session) over MCP with the official Go SDK.
+//
+// The tools are thin: each decodes its typed input (the session package's request
+// structs; their JSON schema is derived from the structs, and the SDK rejects unknown
+// properties and wrong types before a handler runs), calls a session.Service, and returns
+// the result both as text a model reads (Result.Text) and as structuredContent. Semantic
+// checks (ranges, regexes, ids) are the service's; its errors become tool errors
+// (isError: true) with a hint of what to do next.
+//
+// Calls are served concurrently (the SDK runs each call in its own goroutine), so a long
+// yield never holds up another call; MCP cancellation cancels the call's context, which
+// stops the service's wait but not the session. Run serves stdio through LineTransport,
+// which answers malformed and oversized lines instead of dropping the connection.
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ptyhub/ptyhub/session"
+)
+
+// Options configure a Server. The zero value is usable.
+type Options struct {
+	// Version is reported to clients as the server version (default "devel").
+	Version string
+	// Logger receives operational logs (default: discard). Never stdout.
+	Logger *slog.Logger
+	// MaxInFlight bounds concurrent tool calls (default 256); calls beyond it fail at once
+	// with a tool error instead of queueing behind long yields.
+	MaxInFlight int
+	// ShutdownTimeout bounds how long Serve waits for in-flight calls to answer after its
+	// context ends (default 5 s).
+	ShutdownTimeout time.Duration
+}
+
+// Server is an MCP server exposing one session.Service.
+type Server struct {
+	svc  session.Service
+	opts Options
+	log  *slog.Logger
+	mcp  *mcp.Server
+	sem  chan struct{}
+
+	// base ends every in-flight call when Serve's context ends (the SDK does not cancel
+	// handlers on its own shutdown; it waits for them).
+	base     context.Context
+	shutdown context.CancelFunc
+}
+
+// New returns a server whose tools call svc.
+func New(svc session.Service, opts Options) *Server {
+	if opts.Version == "" {
+		opts.Version = "devel"
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 256
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = 5 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{svc: svc, opts: opts, log: log, sem: make(chan struct{}, opts.MaxInFlight)}
+	s.base, s.shutdown = context.WithCancel(context.Background())
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "ptyhub", Title: "ptyhub", Version: opts.Version},
+		&mcp.ServerOptions{
+			Instructions: instructions,
+			Logger:       log,
+			// No logging capability: logs go to stderr, not to the model.
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		})
+	s.addTools()
+	s.mcp.AddReceivingMiddleware(s.explainArgumentErrors)
+	return s
+}
+
+// MCP returns the underlying SDK server (to connect it to another transport).
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Serve serves one client on t until the client disconnects (returns nil) or ctx ends
+// (returns ctx.Err()). When ctx ends, in-flight calls are cancelled and Serve waits up to
+// Options.ShutdownTimeout for them to answer. Sessions are not touched: closing the
+// service is the caller's job.
+func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
+	ss, err := s.mcp.Connect(ctx, t, nil)
+	if err != nil {
+		return fmt.Errorf("mcp connect: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }() // ends when the connection is fully closed
+	select {
+	case err := <-done:
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		return err
+	case <-ctx.Done():
+	}
+	s.shutdown()
+	closed := make(chan struct{})
+	go func() { ss.Close(); close(closed) }() // ends when in-flight calls have answered
+	timer := time.NewTimer(s.opts.ShutdownTimeout)
+	defer timer.Stop()
+	select {
+	case <-closed:
+	case <-timer.C:
+		s.log.Warn("mcp: in-flight calls did not answer before shutdown", "timeout", s.opts.ShutdownTimeout)
+	}
+	return ctx.Err()
+}
+
+// Run serves svc over newline-delimited JSON-RPC on in and out (stdin and stdout for
+// `ptyhub mcp`) until in ends (returns nil) or ctx ends (returns ctx.Err()).
+func Run(ctx context.Context, svc session.Service, in io.Reader, out io.Writer, opts Options) error {
+	return New(svc, opts).Serve(ctx, &LineTransport{In: in, Out: out})
+}
+
+// listInput is list_sessions' input: no arguments (unknown ones are rejected).
+type listInput struct{}
+
+func (s *Server) addTools() {
+	f, t := new(bool), new(bool)
+	*t = true
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name: "exec_command", Title: "Run a command on a terminal", Description: descExec,
+		InputSchema: inputSchema[session.ExecRequest](),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: t, OpenWorldHint: t},
+	}, handler(s, s.svc.Exec))
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name: "write_stdin", Title: "Type into a session", Description: descWrite,
+		InputSchema: inputSchema[session.WriteRequest](),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: t, OpenWorldHint: t},
+	}, handler(s, s.svc.Write))
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name: "read_output", Title: "Re-read a session's output", Description: descRead,
+		InputSchema: inputSchema[session.ReadRequest](),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: f},
+	}, handler(s, s.svc.Read))
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name: "list_sessions", Title: "List sessions", Description: descList,
+		InputSchema: inputSchema[listInput](),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: f},
+	}, handler(s, func(ctx context.Context, _ listInput) (*session.ListResult, error) { return s.svc.List(ctx) }))
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name: "kill_session", Title: "Stop a session or send it a signal", Description: descKill,
+		InputSchema: inputSchema[session.KillRequest](),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: t, OpenWorldHint: f},
+	}, handler(s, s.svc.Kill))
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name: "resize_session", Title: "Resize a session's terminal", Description: descResize,
+		InputSchema: inputSchema[session.ResizeRequest](),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: f, IdempotentHint: true, OpenWorldHint: f},
+	}, handler(s, s.svc.Resize))
+}
+
+// inputSchema is the schema of T as the SDK would derive it, with optional fields typed
+// plainly ("integer", not ["null","integer"]): some clients turn a type list into its
+// first member, "null". A null argument still means "absent" (see normalizeArguments).
+func inputSchema[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("input schema of %T: %v", *new(T), err))
+	}
+	dropNull(s)
+	return s
+}
+
+func dropNull(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && s.Types[0] == "null" {
+		s.Type, s.Types = s.Types[1], nil
+	}
+	for _, p := range s.Properties {
+		dropNull(p)
+	}
+	dropNull(s.Items)
+	dropNull(s.AdditionalProperties)
+}
+
+// toolArgs lists each tool's argument names, for argument errors.
+var toolArgs = map[string]string{
+	"exec_command":   argNames[session.ExecRequest](),
+	"write_stdin":    argNames[session.WriteRequest](),
+	"read_output":    argNames[session.ReadRequest](),
+	"list_sessions":  "none",
+	"kill_session":   argNames[session.KillRequest](),
+	"resize_session": argNames[session.ResizeRequest](),
+}
+
+func argNames[T any]() string {
+	rt := reflect.TypeFor[T]()
+	var names []string
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// explainArgumentErrors rewrites the SDK's schema errors ("validating \"arguments\":
+// validating root: unexpected additional properties [\"yield_ms\"]") into a sentence that
+// names the tool and lists the arguments it takes, so a model can correct the call.
+func (s *Server) explainArgumentErrors(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/call" {
+			if creq, ok := req.(*mcp.CallToolRequest); ok && creq.Params != nil {
+				creq.Params.Arguments = normalizeArguments(creq.Params.Arguments)
+			}
+		}
+		res, err := next(ctx, method, req)
+		if err != nil || method != "tools/call" {
+			return res, err
+		}
+		ctr, ok := res.(*mcp.CallToolResult)
+		creq, ok2 := req.(*mcp.CallToolRequest)
+		if !ok || !ok2 || !ctr.IsError || len(ctr.Content) == 0 || creq.Params == nil {
+			return res, err
+		}
+		tc, ok := ctr.Content[0].(*mcp.TextContent)
+		if !ok {
+			return res, err
+		}
+		detail, found := strings.CutPrefix(tc.Text, `validating "arguments": `)
+		if !found && !strings.HasPrefix(tc.Text, "json: ") && !strings.HasPrefix(tc.Text, "unmarshaling") {
+			return res, err
+		}
+		detail = strings.TrimPrefix(detail, "validating root: ")
+		name := creq.Params.Name
+		tc.Text = fmt.Sprintf("Invalid arguments for %s: %s. Its arguments are: %s.", name, detail, toolArgs[name])
+		return res, err
+	}
+}
+
+// normalizeArguments forgives two habits of models before the schema judges the
+// arguments: a top-level null means the argument is absent (the default applies), and a
+// session_id given as a JSON number is its string (Codex's own write_stdin takes a
+// number, and models trained on it send one).
+func normalizeArguments(args json.RawMessage) json.RawMessage {
+	if !bytes.Contains(args, []byte("null")) && !bytes.Contains(args, []byte(`"session_id"`)) {
+		return args
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(args, &m); err != nil {
+		return args
+	}
+	changed := false
+	for k, v := range m {
+		if string(v) == "null" {
+			delete(m, k)
+			changed = true
+		}
+	}
+	if id, ok := m["session_id"]; ok && len(id) > 0 && id[0] >= '0' && id[0] <= '9' {
+		var n uint64
+		if json.Unmarshal(id, &n) == nil {
+			m["session_id"], _ = json.Marshal(strconv.FormatUint(n, 10))
+			changed = true
+		}
+	}
+	if !changed {
+		return args
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return args
+	}
+	return out
+}
+
+// texter is every result type: it renders itself for the model.
+type texter interface{ Text() string }
+
+// handler adapts a service method to a typed SDK tool handler: a concurrency slot, a
+// context that also ends at shutdown, the text body, and errors a model can act on.
+func handler[In any, Out texter](s *Server, call func(context.Context, In) (Out, error)) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		var zero Out
+		select {
+		case s.sem <- struct{}{}:
+			defer func() { <-s.sem }()
+		default:
+			return nil, zero, fmt.Errorf("too many tool calls in flight (%d); wait for some to return and call again", s.opts.MaxInFlight)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(s.base, cancel)
+		defer stop()
+
+		out, err := call(ctx, in)
+		if err == nil && isNil(out) {
+			err = errors.New("the service returned no result")
+		}
+		if err != nil {
+			s.log.Debug("mcp: tool error", "tool", req.Params.Name, "error", err)
+			return nil, zero, toolError(err)
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.Text()}}}, out, nil
+	}
+}
+
+func isNil(v any) bool {
+	rv := reflect.ValueOf(v)
+	return !rv.IsValid() || rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+// toolError turns a service error into the text of a tool error: the service's sentence,
+// plus what to do next where the error kind says it.
+func toolError(err error) error {
+	msg := err.Error()
+	var hint, keyword string // keyword: the hint is left out when the message has it
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+		hint, keyword = "Call list_sessions to see the sessions that exist.", "list_sessions"
+	case errors.Is(err, session.ErrExited):
+		hint, keyword = "Read its output with read_output, or start a new session with exec_command.", "read_output"
+	case errors.Is(err, session.ErrLimit):
+		hint, keyword = "End sessions you no longer need with kill_session (remove: true), then try again.", "kill_session"
+	case errors.Is(err, session.ErrInvalid):
+		hint, keyword = "Fix the argument and call again.", "Fix the argument"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		msg = "the call was cancelled (" + msg + ")"
+	default:
+		msg = "ptyhub error: " + msg
+	}
+	if hint != "" && !strings.Contains(msg, keyword) {
+		msg = strings.TrimRight(msg, ". ") + ". " + hint
+	}
+	return errors.New(msg)
+}

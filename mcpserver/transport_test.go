@@ -1,0 +1,160 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rpc drives Run over pipes as a stdio client would.
+type rpc struct {
+	t    *testing.T
+	in   *io.PipeWriter
+	out  *bufio.Reader
+	done chan error
+}
+
+func startRPC(t *testing.T, svc *fakeService, opts Options) *rpc {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	r := &rpc{t: t, in: inW, out: bufio.NewReaderSize(outR, 1<<20), done: make(chan error, 1)}
+	go func() {
+		r.done <- Run(context.Background(), svc, inR, outW, opts)
+		outW.Close()
+	}()
+	t.Cleanup(func() { inW.Close() })
+	return r
+}
+
+func (r *rpc) send(line string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.in, line+"\n"); err != nil {
+		r.t.Fatalf("write: %v", err)
+	}
+}
+
+type response struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (r *rpc) recv() response {
+	r.t.Helper()
+	type lineErr struct {
+		line string
+		err  error
+	}
+	ch := make(chan lineErr, 1)
+	go func() { l, err := r.out.ReadString('\n'); ch <- lineErr{l, err} }()
+	select {
+	case le := <-ch:
+		if le.err != nil {
+			r.t.Fatalf("read: %v", le.err)
+		}
+		var resp response
+		if err := json.Unmarshal([]byte(le.line), &resp); err != nil {
+			r.t.Fatalf("response %q is not JSON: %v", le.line, err)
+		}
+		return resp
+	case <-time.After(20 * time.Second):
+		r.t.Fatal("no response")
+	}
+	panic("unreachable")
+}
+
+func (r *rpc) initialize() {
+	r.t.Helper()
+	r.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	if resp := r.recv(); resp.Error != nil {
+		r.t.Fatalf("initialize: %+v", resp.Error)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// EDGE 64: garbage, batches and invalid messages are answered and serving goes on.
+func TestTransportBadLines(t *testing.T) {
+	t.Parallel()
+	r := startRPC(t, &fakeService{}, Options{})
+	tests := []struct {
+		line   string
+		wantID string
+		code   int
+	}{
+		{"garbage", "null", -32700},
+		{"\xff\xfe{", "null", -32700},
+		{`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, "null", -32600},
+		{`{"jsonrpc":"1.0","id":7,"method":"ping"}`, "7", -32600},
+		{`{"id":"x"}`, `"x"`, -32600},
+	}
+	for _, tt := range tests {
+		r.send(tt.line)
+		resp := r.recv()
+		if resp.Error == nil || resp.Error.Code != tt.code || string(resp.ID) != tt.wantID {
+			t.Errorf("%q: got id %s error %+v, want id %s code %d", tt.line, resp.ID, resp.Error, tt.wantID, tt.code)
+		}
+	}
+	r.send("") // blank lines are skipped silently
+	r.initialize()
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if resp := r.recv(); resp.Error != nil || string(resp.ID) != "2" || !strings.Contains(string(resp.Result), "exec_command") {
+		t.Errorf("tools/list after bad lines: %+v %s", resp.Error, resp.Result)
+	}
+	r.send(`{"jsonrpc":"2.0","id":3,"method":"no/such/method"}`)
+	if resp := r.recv(); resp.Error == nil || resp.Error.Code != -32601 {
+		t.Errorf("unknown method: %+v", resp.Error)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"no/such/notification"}`) // never answered
+	r.send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	if resp := r.recv(); string(resp.ID) != "4" || resp.Error != nil {
+		t.Errorf("ping after a notification: id %s, error %+v", resp.ID, resp.Error)
+	}
+}
+
+// EDGE 65: a 100 KiB request works, a line over the limit is discarded with an error and
+// the stream stays in sync.
+func TestTransportLongLines(t *testing.T) {
+	t.Parallel()
+	r := startRPC(t, &fakeService{}, Options{})
+	r.initialize()
+	big := strings.Repeat("x", 100<<10)
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"echo ` + big + `"}}}`)
+	if resp := r.recv(); resp.Error != nil || string(resp.ID) != "1" {
+		t.Errorf("100 KiB call: %+v", resp.Error)
+	}
+	huge := `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":"` + strings.Repeat("y", DefaultMaxLine+1<<20) + `"}}`
+	r.send(huge)
+	if resp := r.recv(); resp.Error == nil || resp.Error.Code != -32600 || string(resp.ID) != "null" {
+		t.Errorf("huge line: id %s error %+v", resp.ID, resp.Error)
+	}
+	r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	if resp := r.recv(); resp.Error != nil || string(resp.ID) != "3" {
+		t.Errorf("tools/list after huge line: %+v", resp.Error)
+	}
+}
+
+// The end of the input ends Run with nil, also in the middle of a line.
+func TestTransportEOF(t *testing.T) {
+	t.Parallel()
+	r := startRPC(t, &fakeService{}, Options{})
+	r.initialize()
+	go io.Copy(io.Discard, r.out) // the cut line is answered with a parse error
+	io.WriteString(r.in, `{"jsonrpc":"2.0","id":9,"method":"pi`)
+	r.in.Close()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return at the end of its input")
+	}
+}

@@ -1,0 +1,278 @@
+package session
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// This file renders results as the text a model (or a human at `ptyhub exec`) reads. The
+// layout of Result.Text follows Codex's exec_command/write_stdin tool output, so models
+// trained on it read ours without instruction:
+//
+//	Chunk ID: 5c1a9e
+//	Wall time: 0.0421 seconds
+//	Process exited with code 0
+//	Original token count: 14873
+//	Output:
+//	…
+//
+// ptyhub's extra facts (why the call returned, notices, warnings) are short lines between
+// the header and "Output:", so the output stays last and nothing is lost in it.
+
+// Text returns the text body of an exec_command, write_stdin or read_output result.
+func (r *Result) Text() string {
+	var b strings.Builder
+	if r.ChunkID != "" {
+		fmt.Fprintf(&b, "Chunk ID: %s\n", r.ChunkID)
+	}
+	fmt.Fprintf(&b, "Wall time: %.4f seconds\n", r.WallTimeMs/1000)
+	b.WriteString(r.processLine())
+	b.WriteByte('\n')
+	if r.OriginalTokenCount != nil {
+		fmt.Fprintf(&b, "Original token count: %d\n", *r.OriginalTokenCount)
+	}
+	if r.TruncatedRange != nil {
+		from, to := r.TruncatedRange[0], r.TruncatedRange[1]
+		fmt.Fprintf(&b, "Output truncated: raw bytes %d to %d were cut from the middle; read them with read_output (session_id %s, from %d, to %d)\n",
+			from, to, r.SessionID, from, to)
+	}
+	switch r.ReturnedBecause {
+	case BecauseWaitingForInput:
+		if r.PasswordPrompt {
+			b.WriteString("Waiting for input (password prompt)\n")
+		} else {
+			b.WriteString("Waiting for input\n")
+		}
+	case BecausePattern:
+		b.WriteString("Returned because the output matched wait_for\n")
+	case BecauseCancelled:
+		if r.State == StateRunning {
+			b.WriteString("Call cancelled before its yield window ended; the process keeps running\n")
+		} else {
+			b.WriteString("Call cancelled before its yield window ended\n")
+		}
+	default:
+		if r.PasswordPrompt && r.State == StateRunning {
+			// Echo is off but the call returned for another reason: still worth knowing
+			// before typing anything.
+			b.WriteString("Terminal echo is off (password prompt)\n")
+		}
+	}
+	if r.HumanInputBytes > 0 {
+		fmt.Fprintf(&b, "A human typed %s into this session since your previous call\n", plural(r.HumanInputBytes, "byte"))
+	}
+	if r.QueuedBytes > 0 {
+		fmt.Fprintf(&b, "%s of input still queued: the program is not reading its input yet\n", plural(int64(r.QueuedBytes), "byte"))
+	}
+	if r.MissedBytes > 0 {
+		fmt.Fprintf(&b, "%s of output left memory before this call could read them\n", plural(r.MissedBytes, "byte"))
+	}
+	if len(r.Survivors) > 0 {
+		fmt.Fprintf(&b, "Processes that outlived the session's main process were killed: %s\n", survivorList(r.Survivors))
+	}
+	r.Notices.writeText(&b)
+	if r.Screen != nil {
+		s := r.Screen
+		alt := ""
+		if s.AltScreen {
+			alt = ", alternate screen"
+		}
+		fmt.Fprintf(&b, "Screen: %s, cursor at row %d column %d%s\n", plural(int64(len(s.Rows)), "row"), s.CursorRow+1, s.CursorCol+1, alt)
+	}
+	b.WriteString("Output:\n")
+	out := r.Output
+	if out == "" && r.Screen != nil {
+		out = strings.Join(r.Screen.Rows, "\n")
+	}
+	b.WriteString(out)
+	return b.String()
+}
+
+// processLine is the Codex status line: how the process stands after this call.
+func (r *Result) processLine() string {
+	var s string
+	switch {
+	case r.State == StateRunning:
+		return "Process running with session ID " + r.SessionID
+	case r.TimedOut:
+		s = "Process timed out and was killed"
+		if r.ExitCode != nil {
+			s += fmt.Sprintf(" (exit code %d)", *r.ExitCode)
+		}
+	case r.Signal != "":
+		s = "Process killed by signal " + r.Signal
+	case r.ExitCode != nil:
+		s = fmt.Sprintf("Process exited with code %d", *r.ExitCode)
+	default:
+		s = "Process exited"
+	}
+	if r.CoreDumped {
+		s += " (core dumped)"
+	}
+	return s
+}
+
+// writeText appends one line per ended session and per warning.
+func (n Notices) writeText(b *strings.Builder) {
+	for _, e := range n.EndedSinceLastCall {
+		fmt.Fprintf(b, "Session %s (%s) ended: %s\n", e.SessionID, oneLine(e.Command, 60), endedPhrase(e))
+	}
+	for _, w := range n.Warnings {
+		fmt.Fprintf(b, "Warning: %s\n", oneLine(w, 500))
+	}
+}
+
+// endedPhrase is the short exit of an ended session: "exit code 2", "killed by signal
+// SIGTERM", "timed out (exit code 124)".
+func endedPhrase(e Ended) string {
+	switch {
+	case e.TimedOut:
+		if e.ExitCode != nil {
+			return fmt.Sprintf("timed out (exit code %d)", *e.ExitCode)
+		}
+		return "timed out"
+	case e.Signal != "":
+		return "killed by signal " + e.Signal
+	case e.ExitCode != nil:
+		return fmt.Sprintf("exit code %d", *e.ExitCode)
+	}
+	return "exited"
+}
+
+// Text returns the listing as a table (ID PID STATE AGE CLIENTS COMMAND LAST-LINE), the
+// form `ptyhub ls` prints and list_sessions returns as text.
+func (l *ListResult) Text() string {
+	var b strings.Builder
+	if len(l.Sessions) == 0 {
+		b.WriteString("No sessions.\n")
+	} else {
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tPID\tSTATE\tAGE\tCLIENTS\tCOMMAND\tLAST-LINE")
+		for _, s := range l.Sessions {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\n",
+				s.SessionID, s.PID, s.stateText(), Age(time.Duration(s.AgeMs)*time.Millisecond),
+				s.Clients, oneLine(s.Command, 40), oneLine(s.LastLine, 60))
+		}
+		tw.Flush()
+	}
+	l.Notices.writeText(&b)
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	for i, line := range lines {
+		lines[i] = strings.TrimRight(line, " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// stateText is the STATE column: "running", "exited(0)", "killed(SIGTERM)", "timed-out".
+func (s Info) stateText() string {
+	if s.State == StateRunning {
+		return StateRunning
+	}
+	switch {
+	case s.TimedOut:
+		return "timed-out"
+	case s.Signal != "":
+		return "killed(" + s.Signal + ")"
+	case s.ExitCode != nil:
+		return "exited(" + strconv.Itoa(*s.ExitCode) + ")"
+	}
+	if s.State == "" {
+		return "-"
+	}
+	return s.State
+}
+
+// Text returns what kill_session did, in one or a few lines.
+func (k *KillResult) Text() string {
+	var b strings.Builder
+	ended := Ended{SessionID: k.SessionID, ExitCode: k.ExitCode, Signal: k.Signal}
+	switch {
+	case k.SignalSent != "" && k.State == StateRunning:
+		fmt.Fprintf(&b, "Sent %s to session %s; it is still running\n", k.SignalSent, k.SessionID)
+	case k.SignalSent != "":
+		fmt.Fprintf(&b, "Sent %s to session %s; it ended: %s\n", k.SignalSent, k.SessionID, endedPhrase(ended))
+	case k.State == StateRunning:
+		fmt.Fprintf(&b, "Session %s is still running\n", k.SessionID)
+	default:
+		fmt.Fprintf(&b, "Session %s ended: %s\n", k.SessionID, endedPhrase(ended))
+	}
+	if len(k.Survivors) > 0 {
+		fmt.Fprintf(&b, "Processes that outlived the session's main process were killed: %s\n", survivorList(k.Survivors))
+	}
+	if k.Removed {
+		fmt.Fprintf(&b, "Session %s removed; its output is no longer readable\n", k.SessionID)
+	}
+	k.Notices.writeText(&b)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// Text returns what resize_session did.
+func (r *ResizeResult) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Session %s resized to %d rows x %d columns\n", r.SessionID, r.Rows, r.Cols)
+	r.Notices.writeText(&b)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// Age formats a duration as ls-style age: "12s", "4m05s", "3h07m", "2d04h".
+func Age(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+func survivorList(ss []Survivor) string {
+	parts := make([]string, 0, len(ss))
+	for _, s := range ss {
+		parts = append(parts, fmt.Sprintf("%d %s", s.PID, oneLine(s.Command, 40)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int64, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+// oneLine makes s safe for one cell or line of text: control characters (newlines, tabs,
+// escape sequences) become spaces or are dropped, and it is cut to max runes with "…".
+func oneLine(s string, max int) string {
+	if strings.IndexByte(s, 0x1b) >= 0 {
+		s = ansi.Strip(s)
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\t' || r == '\r':
+			r = ' '
+		case r == utf8.RuneError || unicode.IsControl(r):
+			continue
+		}
+		if n == max {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return strings.TrimRight(b.String(), " ")
+}
