@@ -55,6 +55,11 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 		fresh := false
 		for {
 			n, missed, err := s.hub.ReadAt(buf, s.cursor)
+			if missed > 0 { // left memory before we read it: the transcript may have it
+				if an := s.readArchived(buf[:min(int64(len(buf)), missed)], s.cursor); an > 0 {
+					n, missed, err = an, 0, nil
+				}
+			}
 			if missed > 0 {
 				res.missed += missed
 				s.cursor += missed

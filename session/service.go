@@ -80,6 +80,7 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 			r.PasswordPrompt = !a.Echo && a.Canonical
 		}
 	}
+	r.HumanInputBytes = s.takeHumanInput()
 	r.Notices = c.notices(skip, warns)
 	r.WallTimeMs = float64(time.Since(t0).Microseconds()) / 1000
 	return r
@@ -282,6 +283,13 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 	buf := make([]byte, 32<<10)
 	var missed int64
 	for off := from; off < to; {
+		if off < s.hub.Start() { // left memory: the transcript may have it
+			if n := s.readArchived(buf[:min(int64(len(buf)), to-off, s.hub.Start()-off)], off); n > 0 {
+				raw = append(raw, buf[:n]...)
+				off += int64(n)
+				continue
+			}
+		}
 		n, miss, err := s.hub.ReadAt(buf[:min(int64(len(buf)), to-off)], off)
 		missed += miss
 		off += miss
@@ -449,6 +457,7 @@ func (c *Client) Resize(ctx context.Context, req ResizeRequest) (*ResizeResult, 
 	s.mu.Lock()
 	s.rows, s.cols = req.Rows, req.Cols
 	s.mu.Unlock()
+	s.noteResize(req.Rows, req.Cols)
 	return &ResizeResult{SessionID: strconv.Itoa(s.id), Rows: req.Rows, Cols: req.Cols, Notices: c.notices(nil, nil)}, nil
 }
 

@@ -66,6 +66,11 @@ type Session struct {
 	lineFrom  int64 // raw offset where the converter's unfinished line began
 
 	writing atomic.Int64 // bytes queued or being written
+
+	// Feature state; each type lives in its own file with its own owner (see hooks.go).
+	scr *screenState // screen.go: terminal emulator, query answers, screen view
+	rec *recorder    // record.go: asciicast transcript on disk
+	att attachState  // attach.go: attached human clients
 }
 
 // writeJob is one message for the writer goroutine.
@@ -120,6 +125,7 @@ func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
 		return err
 	}
 	s.pid = pid
+	s.startFeatures(rows, cols)
 	go s.readLoop()
 	go s.writeLoop()
 	go s.waitExit(exit)
@@ -172,6 +178,7 @@ func (s *Session) writeLoop() {
 			}
 		}
 		var err error
+		s.noteInput(job.data, s.inputHidden())
 		for p := job.data; len(p) > 0 && err == nil; {
 			chunk := p[:min(len(p), 4096)]
 			var n int
@@ -247,6 +254,7 @@ func (s *Session) waitExit(exit <-chan reaper.Exit) {
 		}
 	}
 	s.mu.Unlock()
+	s.noteExit()
 	// Owners learn of the end before anyone can see the session as exited.
 	s.m.noteEnded(s)
 	close(s.exited)
@@ -275,6 +283,7 @@ func (s *Session) teardown() {
 	if s.stdin != nil {
 		s.stdin.Close()
 	}
+	go s.stopFeatures()
 }
 
 // isExited reports whether the exit status is known.

@@ -17,8 +17,11 @@ const maxTags = 512
 
 // A Collector accumulates a stream of text for a token budget, in memory
 // bounded by the budget, not by the stream: it keeps the head of the text
-// and a ring of its tail, and only estimates the tokens of what passes
-// between them. It is not safe for concurrent use.
+// and a ring of its tail (max(4 KiB, budget/2 × 16 bytes) each: 80 KB at the
+// default budget, 2 MB at the maximum) and only estimates the tokens of
+// what passes between them; Write runs at about 700 MB/s. The raw range a
+// Result reports is widened to whole chunks, so chunks should be about the
+// size of one read. A Collector is not safe for concurrent use.
 type Collector struct {
 	budget   int
 	identity bool // raw offsets are text offsets (Middle)
@@ -52,7 +55,8 @@ func NewCollector(budget int) *Collector {
 }
 
 // Write adds text, produced by the raw bytes [rawStart, rawEnd). Raw ranges
-// must not go backwards. It keeps no reference to text.
+// must not go backwards. Empty text is ignored. Write keeps no reference to
+// text.
 func (c *Collector) Write(text []byte, rawStart, rawEnd int64) {
 	write(c, text, rawStart, rawEnd)
 }

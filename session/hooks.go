@@ -1,0 +1,55 @@
+package session
+
+// Extension points of a session's life. Each feature keeps its state in its own type and
+// file (screen.go, record.go, attach.go); this file only fans the events out, in a fixed
+// order, and is the one place to read to see what runs when.
+
+// startFeatures runs once the program is started, before the reader starts, so every
+// feature sees the output from offset 0.
+func (s *Session) startFeatures(rows, cols int) {
+	s.rec = startRecorder(s, rows, cols)
+	s.scr = startScreen(s, rows, cols)
+}
+
+// noteInput runs in the writer goroutine just before data is written to the program.
+// hidden says the terminal had echo off (a password prompt): the data must not be stored.
+func (s *Session) noteInput(data []byte, hidden bool) {
+	s.rec.input(data, hidden)
+}
+
+// noteResize runs after the window size changed.
+func (s *Session) noteResize(rows, cols int) {
+	s.rec.resize(rows, cols)
+	s.scr.resize(rows, cols)
+}
+
+// noteExit runs once the exit status is recorded, before anyone sees the session exited.
+func (s *Session) noteExit() {
+	s.rec.exit()
+}
+
+// stopFeatures runs after the output ended and the session is torn down.
+func (s *Session) stopFeatures() {
+	s.scr.stop()
+	s.rec.stop()
+}
+
+// inputHidden reports whether the terminal has echo off (a password prompt).
+func (s *Session) inputHidden() bool {
+	if !s.tty {
+		return false
+	}
+	a, err := s.master.Attrs()
+	return err == nil && !a.Echo && a.Canonical
+}
+
+// humanAttached reports whether a human's terminal is attached (and answers terminal
+// queries itself).
+func (s *Session) humanAttached() bool { return s.att.attached() }
+
+// takeHumanInput returns the bytes humans typed since the last call, and resets the count.
+func (s *Session) takeHumanInput() int64 { return s.att.takeInputBytes() }
+
+// readArchived reads output at offset off that has left the in-memory ring, from the
+// transcript. It returns 0 bytes when the transcript does not have them.
+func (s *Session) readArchived(p []byte, off int64) int { return s.rec.readAt(p, off) }
