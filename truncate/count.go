@@ -49,13 +49,18 @@ func tokenEnds(s string) []int {
 }
 
 // Tokens returns the token count of s for a decision against budget: exact
-// (Count) when s is short (4 KiB) or estimated at no more than twice the
-// budget, else the estimate, with exact false. The estimate runs at most
-// ~1.5x high on terminal output (see Estimate), so an inexact answer still
-// means "over budget", and megabytes are not counted at ~5 MB/s to learn it.
+// (Count) when s is short (4 KiB) or estimated within ½–2× of the budget, else
+// the estimate, with exact false. The estimate runs 0.58–1.5× the exact count
+// on terminal output (see Estimate), so an inexact answer above the budget
+// still means "over budget" and one below it means "fits", and megabytes are
+// not counted at ~5 MB/s to learn either.
 func Tokens(s string, budget int) (n int, exact bool) {
 	if len(s) > 4<<10 {
-		if e := Estimate(s); e > 2*Clamp(int64(budget)) {
+		// Far from the budget either way, the estimate decides: above 2× it certainly
+		// does not fit; below ½ it certainly does (the estimator's worst under-count is
+		// 0.58×, so the exact count is then under 0.86× the budget).
+		b := Clamp(int64(budget))
+		if e := Estimate(s); e > 2*b || 2*e < b {
 			return e, false
 		}
 	}
