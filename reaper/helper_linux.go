@@ -30,6 +30,16 @@ func init() {
 	os.Exit(helperMain())
 }
 
+// leader is a session leader the reaper started.
+type leader struct {
+	tag    string
+	exited bool // held and exited: a zombie waiting for release
+	// hold: do not reap it when it exits; the manager reads the exit status from the
+	// zombie itself (no round trip through the reaper on the exit path) and then
+	// releases it (opRelease).
+	hold bool
+}
+
 // helper is the reaper process's state.
 type helper struct {
 	conn *net.UnixConn
@@ -39,8 +49,8 @@ type helper struct {
 	// mu guards leaders and is held around fork and around reaping, so a leader's exit is
 	// never reaped before its pid is recorded and its spawn reply is sent.
 	mu      sync.Mutex
-	leaders map[int]string // live leader pid → tag
-	tags    map[string]int // tag → leader pid (kept after the leader exits, for sid attribution)
+	leaders map[int]*leader // unreaped leader pid → its session
+	tags    map[string]int  // tag → leader pid (kept after the leader exits, for sid attribution)
 }
 
 func helperMain() int {
@@ -66,7 +76,7 @@ func helperMain() int {
 		return 1
 	}
 	h := &helper{conn: fc.(*net.UnixConn), self: os.Getpid(),
-		leaders: map[int]string{}, tags: map[string]int{}}
+		leaders: map[int]*leader{}, tags: map[string]int{}}
 
 	// The reaping goroutine: owns every wait. Stops when the process exits.
 	go func() {
@@ -114,6 +124,9 @@ func (h *helper) handle(m *msg, fds []int) {
 	switch m.Op {
 	case opSpawn:
 		h.spawn(m, fds)
+	case opRelease:
+		closeAll(fds)
+		go h.release(m)
 	case opKill:
 		closeAll(fds)
 		// A sweep can take the grace period: run it aside so other requests go on.
@@ -131,7 +144,8 @@ func (h *helper) handle(m *msg, fds []int) {
 		closeAll(fds)
 		h.mu.Lock()
 		pid, ok := h.tags[m.Tag]
-		_, alive := h.leaders[pid]
+		l, alive := h.leaders[pid]
+		alive = alive && !l.exited
 		var err error
 		if ok && alive {
 			// The leader is unreaped (its zombie holds the id), so the group id is ours.
@@ -185,11 +199,41 @@ func (h *helper) spawn(m *msg, fds []int) {
 		h.reply(m, r)
 		return
 	}
-	h.leaders[pid] = m.Tag
+	h.leaders[pid] = &leader{tag: m.Tag, hold: m.Hold}
 	h.tags[m.Tag] = pid
 	// Sent under mu: the reply reaches the manager before the exit event can.
 	h.reply(m, &msg{Pid: pid})
-	go h.watch(pid)
+	if !m.Hold {
+		go h.watch(pid)
+	}
+}
+
+// release reaps a held leader the manager saw exit, replies with its wait status, and
+// sweeps what is left of its session aside.
+func (h *helper) release(m *msg) {
+	h.mu.Lock()
+	l, ok := h.leaders[m.Pid]
+	var ws unix.WaitStatus
+	var err error
+	if ok && l.tag == m.Tag {
+		for {
+			_, err = unix.Wait4(m.Pid, &ws, 0, nil)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		delete(h.leaders, m.Pid)
+	} else {
+		err = fmt.Errorf("pid %d is not a held leader of %s", m.Pid, m.Tag)
+	}
+	h.mu.Unlock()
+	if err != nil {
+		h.reply(m, &msg{Err: err.Error()})
+		return
+	}
+	h.sweep(m.Tag, DefaultGrace, false, func(surv []Survivor) {
+		h.reply(m, &msg{Status: int(ws), Survivors: surv})
+	}, true)
 }
 
 // watch wakes the reaping loop as soon as the leader pid exits. A pidfd on the netpoller
@@ -216,7 +260,9 @@ func (h *helper) watch(pid int) {
 }
 
 // reap collects every child that changed state. A leader's exit goes to the manager
-// with the processes that outlived it, which are then swept aside.
+// with the processes that outlived it, which are then swept aside. Held leaders are left
+// as zombies (only marked exited) until the manager releases them; orphans that
+// re-parented to the reaper are reaped as they exit.
 func (h *helper) reap() {
 	type ended struct {
 		pid    int
@@ -225,28 +271,41 @@ func (h *helper) reap() {
 	}
 	var done []ended
 	h.mu.Lock()
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WUNTRACED, nil)
-		if err == unix.EINTR {
+	for pid, l := range h.leaders {
+		if l.exited {
 			continue
 		}
-		if pid <= 0 || err != nil {
-			break
-		}
-		tag, isLeader := h.leaders[pid]
-		if ws.Stopped() {
-			// As tmux does: a stopped leader can never be resumed by anyone else, so
-			// continue it, unless it stopped to read or write the terminal.
-			if isLeader && ws.StopSignal() != syscall.SIGTTIN && ws.StopSignal() != syscall.SIGTTOU {
-				unix.Kill(pid, syscall.SIGCONT)
+		if l.hold {
+			// Only stops are consumed; an exit stays for the manager to read.
+			var info unix.Siginfo
+			if unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WNOHANG, nil) == nil && siginfoPid(&info) != 0 {
+				h.continueStopped(pid, syscall.Signal(siginfoStatus(&info)))
+			}
+			var peek unix.Siginfo
+			if unix.Waitid(unix.P_PID, pid, &peek, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil) == nil && siginfoPid(&peek) != 0 {
+				l.exited = true
 			}
 			continue
 		}
-		if isLeader {
-			delete(h.leaders, pid)
-			done = append(done, ended{pid, tag, ws})
+		var ws unix.WaitStatus
+		wpid, err := unix.Wait4(pid, &ws, unix.WNOHANG|unix.WUNTRACED, nil)
+		if wpid <= 0 || err != nil {
+			continue
 		}
+		if ws.Stopped() {
+			h.continueStopped(pid, ws.StopSignal())
+			continue
+		}
+		delete(h.leaders, pid)
+		done = append(done, ended{pid, l.tag, ws})
+	}
+	// Orphans: every child that is not a leader.
+	for _, c := range newProcTree().children(h.self) {
+		if _, isLeader := h.leaders[c]; isLeader {
+			continue
+		}
+		var ws unix.WaitStatus
+		unix.Wait4(c, &ws, unix.WNOHANG, nil)
 	}
 	h.mu.Unlock()
 	for _, e := range done {
@@ -259,17 +318,25 @@ func (h *helper) reap() {
 	}
 }
 
-// members returns the live processes of the session tagged tag: the leader's subtree, and
-// orphans re-parented to the reaper (and their subtrees) whose session id is the leader's
-// or whose environment carries PTYHUB_SESSION=tag. With tag "", every descendant of the
-// reaper. It walks /proc/PID/task/*/children, so it costs O(session), not O(machine).
+// continueStopped does what tmux does: a stopped leader can never be resumed by anyone
+// else, so continue it, unless it stopped to read or write the terminal.
+func (h *helper) continueStopped(pid int, sig syscall.Signal) {
+	if sig != syscall.SIGTTIN && sig != syscall.SIGTTOU {
+		unix.Kill(pid, syscall.SIGCONT)
+	}
+}
+
+// members returns the live processes of the session tagged tag (see sessionMembers).
 func (h *helper) members(tag string) []*proc {
 	h.mu.Lock()
 	leaderPid, known := h.tags[tag]
 	_, leaderAlive := h.leaders[leaderPid]
-	leaderOf := make(map[int]string, len(h.leaders))
-	for pid, t := range h.leaders {
-		leaderOf[pid] = t
+	leaderOf := make(map[int]bool, len(h.leaders))
+	for pid, l := range h.leaders {
+		leaderOf[pid] = !l.exited
+	}
+	if l := h.leaders[leaderPid]; l != nil && l.exited {
+		leaderAlive = false
 	}
 	sidOf := make(map[int]string, len(h.tags))
 	for t, pid := range h.tags {
@@ -279,46 +346,7 @@ func (h *helper) members(tag string) []*proc {
 	if tag != "" && !known {
 		return nil
 	}
-	tree := newProcTree()
-	buf := make([]byte, 512)
-	var roots []int
-	if tag != "" && leaderAlive {
-		roots = append(roots, leaderPid)
-	}
-	for _, c := range tree.children(h.self) {
-		if tag == "" {
-			roots = append(roots, c)
-			continue
-		}
-		if _, isLeader := leaderOf[c]; isLeader {
-			continue // a live leader: its own session (ours is already a root)
-		}
-		owner, ok := "", false
-		if p := readStat(c, buf); p != nil {
-			owner, ok = sidOf[p.sid]
-		}
-		if !ok && environHas(c, EnvSession+"="+tag) {
-			owner, ok = tag, true
-		}
-		if ok && owner == tag {
-			roots = append(roots, c)
-		}
-	}
-	var out []*proc
-	seen := map[int]bool{}
-	for len(roots) > 0 {
-		pid := roots[len(roots)-1]
-		roots = roots[:len(roots)-1]
-		if seen[pid] {
-			continue
-		}
-		seen[pid] = true
-		if p := readStat(pid, buf); p != nil && !p.dead() {
-			out = append(out, p)
-		}
-		roots = append(roots, tree.children(pid)...)
-	}
-	return out
+	return sessionMembers(h.self, tag, leaderPid, leaderAlive, leaderOf, sidOf)
 }
 
 // sweep ends every process of the session tagged tag (every descendant with tag ""):
@@ -423,6 +451,16 @@ func siginfoPid(info *unix.Siginfo) int32 {
 	off := 12
 	if unsafe.Sizeof(uintptr(0)) == 8 {
 		off = 16
+	}
+	return *(*int32)(unsafe.Pointer(&b[off]))
+}
+
+// siginfoStatus extracts si_status from a siginfo filled by waitid.
+func siginfoStatus(info *unix.Siginfo) int32 {
+	b := (*[32]byte)(unsafe.Pointer(info))
+	off := 20
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		off = 24
 	}
 	return *(*int32)(unsafe.Pointer(&b[off]))
 }

@@ -136,3 +136,54 @@ func readChildren(pid int) (kids []int, ok bool) {
 	}
 	return kids, true
 }
+
+// sessionMembers returns the live processes of the session tagged tag, under the reaper
+// self: the leader's subtree (while the leader is alive), and orphans re-parented to the
+// reaper (with their subtrees) whose session id is the leader's or whose environment
+// carries PTYHUB_SESSION=tag. With tag "", every descendant of the reaper. liveLeader
+// holds the pids of leaders not yet reaped (of every session), sidOf maps a leader pid
+// (a session id) to its tag. It walks /proc/PID/task/*/children, so it costs
+// O(session), not O(machine).
+func sessionMembers(self int, tag string, leaderPid int, leaderAlive bool, liveLeader map[int]bool, sidOf map[int]string) []*proc {
+	tree := newProcTree()
+	buf := make([]byte, 512)
+	var roots []int
+	if tag != "" && leaderAlive {
+		roots = append(roots, leaderPid)
+	}
+	for _, c := range tree.children(self) {
+		if tag == "" {
+			roots = append(roots, c)
+			continue
+		}
+		if liveLeader[c] {
+			continue // a leader: its own session (ours is already a root)
+		}
+		p := readStat(c, buf)
+		if p == nil || p.dead() {
+			continue
+		}
+		owner, ok := sidOf[p.sid]
+		if !ok && environHas(c, EnvSession+"="+tag) {
+			owner, ok = tag, true
+		}
+		if ok && owner == tag {
+			roots = append(roots, c)
+		}
+	}
+	var out []*proc
+	seen := map[int]bool{}
+	for len(roots) > 0 {
+		pid := roots[len(roots)-1]
+		roots = roots[:len(roots)-1]
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		if p := readStat(pid, buf); p != nil && !p.dead() {
+			out = append(out, p)
+		}
+		roots = append(roots, tree.children(pid)...)
+	}
+	return out
+}

@@ -11,12 +11,15 @@
 package reaper
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -48,6 +51,10 @@ type Spec struct {
 	Dir  string
 	Ctty bool   // make stdin the controlling terminal (stdin must be a pty slave)
 	Tag  string // the session UUID; also expected in Env as PTYHUB_SESSION
+	// Hold leaves the leader unreaped when it exits, so the caller can read its status
+	// from /proc (ExitStatusOf) without waiting for the reaper, and must then call
+	// Release. Its exit channel then only reports the reaper's death.
+	Hold bool
 }
 
 // Exit is the end of a leader: its raw wait status, or Err when the reaper died first.
@@ -77,6 +84,8 @@ type Reaper struct {
 	pending map[uint64]chan reply
 	exits   map[int]chan Exit
 	dead    bool
+	leaders map[int]string // pid → tag of leaders not yet released or reaped
+	tags    map[string]int // tag → leader pid, kept for attributing orphans by session id
 
 	done chan struct{} // closed when the helper process has exited and been waited for
 }
@@ -115,7 +124,8 @@ func Start(logger *slog.Logger) (*Reaper, error) {
 		return nil, fmt.Errorf("reaper: %w", err)
 	}
 	r := &Reaper{cmd: cmd, conn: fc.(*net.UnixConn), log: logger,
-		pending: map[uint64]chan reply{}, exits: map[int]chan Exit{}, done: make(chan struct{})}
+		pending: map[uint64]chan reply{}, exits: map[int]chan Exit{}, done: make(chan struct{}),
+		leaders: map[int]string{}, tags: map[string]int{}}
 	// The read loop: owned by the Reaper, ends when the helper closes the socket or dies.
 	go r.readLoop()
 	// The waiter: one goroutine blocked in Wait for the helper's whole life.
@@ -154,6 +164,7 @@ func (r *Reaper) readLoop() {
 				ch <- rep
 			}
 		case opExit:
+			delete(r.leaders, m.Pid)
 			if ch, ok := r.exits[m.Pid]; ok {
 				delete(r.exits, m.Pid)
 				ch <- Exit{Status: syscall.WaitStatus(m.Status), Survivors: m.Survivors}
@@ -213,7 +224,7 @@ func (r *Reaper) call(m *msg, fds []int) (reply, error) {
 // its copies). It returns the leader's pid and a channel that receives its exit once.
 func (r *Reaper) Spawn(spec Spec, stdin, stdout, stderr *os.File) (int, <-chan Exit, error) {
 	resp, err := r.call(&msg{Op: opSpawn, Path: spec.Path, Argv: spec.Argv, Env: spec.Env,
-		Dir: spec.Dir, Ctty: spec.Ctty, Tag: spec.Tag},
+		Dir: spec.Dir, Ctty: spec.Ctty, Tag: spec.Tag, Hold: spec.Hold},
 		[]int{int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd())})
 	if err != nil {
 		return 0, nil, err
@@ -224,7 +235,88 @@ func (r *Reaper) Spawn(spec Spec, stdin, stdout, stderr *os.File) (int, <-chan E
 		}
 		return 0, nil, fmt.Errorf("reaper: spawn: %s", resp.Err)
 	}
+	r.mu.Lock()
+	r.leaders[resp.Pid] = spec.Tag
+	r.tags[spec.Tag] = resp.Pid
+	r.mu.Unlock()
 	return resp.Pid, resp.exit, nil
+}
+
+// Release reaps a held leader that has exited and starts sweeping what is left of its
+// session (HUP+CONT, TERM, KILL after the grace period). It returns the leader's wait
+// status and the processes found, as the reaper saw them.
+func (r *Reaper) Release(tag string, pid int) (Exit, error) {
+	resp, err := r.call(&msg{Op: opRelease, Tag: tag, Pid: pid}, nil)
+	if err != nil {
+		return Exit{}, err
+	}
+	r.mu.Lock()
+	delete(r.leaders, pid)
+	delete(r.exits, pid)
+	r.mu.Unlock()
+	if resp.Err != "" {
+		return Exit{}, errors.New(resp.Err)
+	}
+	return Exit{Status: syscall.WaitStatus(resp.Status), Survivors: resp.Survivors}, nil
+}
+
+// Survivors lists, from this process, the live processes of the session tagged tag other
+// than its leader — what a sweep would kill. Used on the exit path, where asking the
+// reaper would cost a round trip.
+func (r *Reaper) Survivors(tag string) []Survivor {
+	r.mu.Lock()
+	leaderPid := r.tags[tag]
+	live := make(map[int]bool, len(r.leaders))
+	for pid := range r.leaders {
+		live[pid] = true
+	}
+	sidOf := make(map[int]string, len(r.tags))
+	for t, pid := range r.tags {
+		sidOf[pid] = t
+	}
+	r.mu.Unlock()
+	var out []Survivor
+	for _, p := range sessionMembers(r.cmd.Process.Pid, tag, leaderPid, false, live, sidOf) {
+		if p.pid != leaderPid {
+			out = append(out, Survivor{PID: p.pid, Command: commandLine(p.pid)})
+		}
+	}
+	return out
+}
+
+// ExitStatusOf reads the wait status of an exited, unreaped (held) process from
+// /proc/PID/stat. ok is false when the process is not a zombie or the field is unreadable.
+func ExitStatusOf(pid int) (ws syscall.WaitStatus, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+2:]))
+	// f[0] is field 3 (state); exit_code is field 52.
+	if len(f) < 50 || f[0] != "Z" {
+		return 0, false
+	}
+	code, err := strconv.Atoi(f[49])
+	if err != nil {
+		return 0, false
+	}
+	return syscall.WaitStatus(code), true
+}
+
+// CanReadExitStatus reports whether this process may read exit statuses of the reaper's
+// children from /proc (ptrace read access, as to /proc/PID/environ). Without it the
+// kernel shows 0 for every exit code, so holding leaders would be wrong.
+func (r *Reaper) CanReadExitStatus() bool {
+	f, err := os.Open("/proc/" + strconv.Itoa(r.cmd.Process.Pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
 }
 
 // Kill ends every process of the session tagged tag: SIGHUP+SIGCONT and SIGTERM, then

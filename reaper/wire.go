@@ -25,6 +25,7 @@ type msg struct {
 	Dir  string   `json:"dir,omitempty"`
 	Ctty bool     `json:"ctty,omitempty"`
 	Tag  string   `json:"tag,omitempty"`
+	Hold bool     `json:"hold,omitempty"`
 
 	// kill, signal, exit
 	Pid     int  `json:"pid,omitempty"`
@@ -44,6 +45,7 @@ const (
 	opKill     = "kill"
 	opSignal   = "signal"
 	opShutdown = "shutdown"
+	opRelease  = "release"
 	opReply    = "reply"
 	opExit     = "exit"
 )

@@ -35,9 +35,10 @@ type Manager struct {
 	opts Options
 	log  *slog.Logger
 
-	reaperOnce sync.Once
-	reaper     *reaper.Reaper
-	reaperErr  error
+	reaperOnce  sync.Once
+	reaper      *reaper.Reaper
+	reaperErr   error
+	holdLeaders bool // read exit statuses from /proc instead of waiting for the reaper
 
 	mu       sync.Mutex
 	nextID   int
@@ -67,7 +68,10 @@ func NewManager(opts Options) (*Manager, error) {
 
 // startReaper starts the helper process on first use.
 func (m *Manager) startReaper() error {
-	m.reaperOnce.Do(func() { m.reaper, m.reaperErr = reaper.Start(m.log) })
+	m.reaperOnce.Do(func() {
+		m.reaper, m.reaperErr = reaper.Start(m.log)
+		m.holdLeaders = m.reaperErr == nil && m.reaper.CanReadExitStatus()
+	})
 	return m.reaperErr
 }
 

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"os"
 	"sync"
@@ -112,6 +113,7 @@ func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
 		s.stdin, s.output = inW, outR
 		childIn, childOut = inR, outW
 	}
+	spec.Hold = s.m.holdLeaders
 	pid, exit, err := s.m.reaper.Spawn(spec, childIn, childOut, childOut)
 	childIn.Close()
 	if childOut != childIn {
@@ -128,8 +130,50 @@ func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
 	s.startFeatures(rows, cols)
 	go s.readLoop()
 	go s.writeLoop()
-	go s.waitExit(exit)
+	go s.waitExit(exit, spec.Hold)
 	return nil
+}
+
+// awaitHeld waits for a held leader to exit and returns its status, read from /proc
+// without a round trip through the reaper (the leader stays a zombie until released, so
+// its pid cannot be reused meanwhile). ok is false when that did not work; dead is set
+// when the reaper died first.
+func (s *Session) awaitHeld(exit <-chan reaper.Exit) (ws syscall.WaitStatus, ok bool, dead *reaper.Exit) {
+	fd, err := unix.PidfdOpen(s.pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return 0, false, nil
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return 0, false, nil
+	}
+	// The pidfd becomes readable when the process exits; closing it (the reaper died)
+	// wakes the wait. This goroutine ends with the wait.
+	waited := make(chan struct{})
+	deadCh := make(chan reaper.Exit, 1)
+	go func() {
+		select {
+		case e := <-exit:
+			deadCh <- e
+			f.Close()
+		case <-waited:
+		}
+	}()
+	rc.Read(func(fd uintptr) bool {
+		n, _ := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+		return n > 0
+	})
+	close(waited)
+	f.Close()
+	select {
+	case e := <-deadCh:
+		return 0, false, &e
+	default:
+	}
+	ws, ok = reaper.ExitStatusOf(s.pid)
+	return ws, ok, nil
 }
 
 // readLoop is the session's one reader: it moves output into the hub until the end of the
@@ -229,8 +273,31 @@ func (s *Session) enqueue(data []byte, closeIn bool) (*writeJob, error) {
 
 // waitExit records the leader's exit, then sweeps what is left of the session's tree and
 // tears the session down. Owned by the session; ends after teardown.
-func (s *Session) waitExit(exit <-chan reaper.Exit) {
-	e := <-exit
+func (s *Session) waitExit(exit <-chan reaper.Exit, held bool) {
+	var e reaper.Exit
+	if held {
+		ws, ok, dead := s.awaitHeld(exit)
+		switch {
+		case dead != nil:
+			e = *dead
+		case ok:
+			e.Status = ws
+			e.Survivors = s.m.reaper.Survivors(s.uuid)
+			// Reaping and sweeping happen aside: nothing on the exit path waits for them.
+			go func() {
+				if _, err := s.m.reaper.Release(s.uuid, s.pid); err != nil {
+					s.m.log.Warn("release", "session", s.id, "err", err)
+				}
+			}()
+		default:
+			var err error
+			if e, err = s.m.reaper.Release(s.uuid, s.pid); err != nil {
+				e.Err = err
+			}
+		}
+	} else {
+		e = <-exit
+	}
 	s.mu.Lock()
 	if e.Err != nil {
 		s.exitErr = e.Err
