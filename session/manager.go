@@ -28,6 +28,17 @@ type Options struct {
 	Retain int
 	// Logger receives operational logs (default: discard).
 	Logger *slog.Logger
+	// StateDir is ptyhub's state directory; transcripts go to StateDir/sessions
+	// (default $XDG_STATE_HOME/ptyhub, else ~/.local/state/ptyhub). Tests set it.
+	StateDir string
+	// NoRecord turns transcripts off.
+	NoRecord bool
+	// RecordCap is the size cap of one transcript (default 256 MiB).
+	RecordCap int64
+	// RecordKeep and RecordKeepBytes are the retention of old transcripts, by age
+	// and total size (default a week and 1 GiB; negative: no limit).
+	RecordKeep      time.Duration
+	RecordKeepBytes int64
 }
 
 // Manager owns sessions. It is safe for concurrent use. Close ends every session.
@@ -44,6 +55,8 @@ type Manager struct {
 	nextID   int
 	sessions map[int]*Session
 	closed   bool
+
+	recs recorders // record.go: live transcript writers; Close waits for them
 }
 
 // NewManager returns a manager. It starts no process until the first session.
@@ -106,6 +119,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 	}
+	m.recs.closeAll(ctx)
 	return m.reaper.Close(5 * time.Second)
 }
 

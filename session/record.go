@@ -1,12 +1,343 @@
 package session
 
-// recorder will write the session's asciicast transcript (issue 5). Every method is safe
-// on a nil receiver.
-type recorder struct{}
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
 
-func startRecorder(s *Session, rows, cols int) *recorder { return nil }
-func (r *recorder) input(data []byte, hidden bool)       {}
-func (r *recorder) resize(rows, cols int)                {}
-func (r *recorder) exit()                                {}
-func (r *recorder) stop()                                {}
-func (r *recorder) readAt(p []byte, off int64) int       { return 0 }
+	"github.com/ptyhub/ptyhub/transcript"
+)
+
+// Recording (SPEC §3.2, §6; issue 5). Every session records its transcript,
+// <StateDir>/sessions/<uuid>.cast, through a recorder: a hub subscriber with
+// its own goroutine and cursor, so the disk never slows the reader, the
+// program or the agent. If the recorder falls behind the ring, the transcript
+// gets a marker with the number of bytes lost; a disk error ends the
+// transcript (a marker if it can still be written, and one log line).
+//
+// Offsets that have left the ring are read back from the raw spill
+// <uuid>.raw (see package transcript), which lives until the manager is
+// closed; a later manager's retention pass deletes spills left behind.
+
+// pruneEvery throttles the retention pass: at most once per directory per
+// interval, run by the recorder goroutine of a session that starts.
+const pruneEvery = time.Minute
+
+// maxQueuedInput bounds the input events waiting for a stalled recorder.
+const maxQueuedInput = 1 << 20
+
+var (
+	pruneMu   sync.Mutex
+	lastPrune = map[string]time.Time{} // sessions dir → last retention pass
+)
+
+// recorder writes one session's transcript. Its methods are safe on a nil
+// receiver (recording off or failed to start) and never block on the disk:
+// input, resize and exit only queue an event for the recorder goroutine.
+type recorder struct {
+	s *Session
+	w *transcript.Writer
+
+	mu       sync.Mutex // guards the fields below
+	events   []recEvent
+	queued   int   // bytes of input data in events
+	dropped  int64 // input bytes not queued because the recorder fell behind
+	stopping bool
+
+	wake chan struct{} // capacity 1: events were queued or stop was called
+	done chan struct{} // closed when the goroutine has closed the transcript
+}
+
+// recEvent is an event waiting to be written after the output up to at.
+type recEvent struct {
+	at     int64 // hub offset when the event happened: output before it is written first
+	t      time.Time
+	code   byte // 'i' input, 'h' hidden input, 'r' resize, 'x' exit
+	data   []byte
+	n      int
+	status string
+}
+
+// recorders is the manager's set of live recorders; Manager.Close waits for
+// them and releases their spills.
+type recorders struct {
+	mu  sync.Mutex
+	all map[*recorder]struct{}
+}
+
+func (rs *recorders) add(r *recorder) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.all == nil {
+		rs.all = map[*recorder]struct{}{}
+	}
+	rs.all[r] = struct{}{}
+}
+
+// closeAll waits (until ctx is done) for every recorder to finish its
+// transcript, then deletes the raw spills: after it, offsets that left the
+// rings are no longer readable.
+func (rs *recorders) closeAll(ctx context.Context) {
+	rs.mu.Lock()
+	all := make([]*recorder, 0, len(rs.all))
+	for r := range rs.all {
+		all = append(all, r)
+	}
+	rs.all = nil
+	rs.mu.Unlock()
+	for _, r := range all {
+		r.stop()
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+		}
+		r.w.Release()
+	}
+}
+
+// recordDir returns the manager's transcript directory.
+func (m *Manager) recordDir() (string, error) {
+	return transcript.SessionsDir(m.opts.StateDir)
+}
+
+// TranscriptPath returns the path of the transcript of session id (a short
+// id, UUID or unique UUID prefix). The file exists unless recording is off
+// (Options.NoRecord) or could not start (logged).
+func (m *Manager) TranscriptPath(id string) (string, error) {
+	s, err := m.lookup(id)
+	if err != nil {
+		return "", err
+	}
+	dir, err := m.recordDir()
+	if err != nil {
+		return "", err
+	}
+	return transcript.Path(dir, s.uuid), nil
+}
+
+// startRecorder creates the session's transcript and starts its goroutine. It
+// runs before the reader starts. Failing to record is logged and costs only
+// the transcript: it returns nil.
+func startRecorder(s *Session, rows, cols int) *recorder {
+	m := s.m
+	if m.opts.NoRecord {
+		return nil
+	}
+	dir, err := m.recordDir()
+	if err != nil {
+		m.log.Warn("transcript: not recording", "session", s.id, "err", err)
+		return nil
+	}
+	h := transcript.Header{Width: cols, Height: rows, Command: s.command,
+		Env: map[string]string{"TERM": "xterm-256color", "SHELL": defaultShell(os.Environ())}}
+	w, err := transcript.Create(dir, s.uuid, h, s.started, transcript.Options{Cap: m.opts.RecordCap, Spill: true})
+	if err != nil {
+		m.log.Warn("transcript: not recording", "session", s.id, "err", err)
+		return nil
+	}
+	r := &recorder{s: s, w: w, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	m.recs.add(r)
+	go r.run(dir)
+	return r
+}
+
+// queue hands an event to the goroutine.
+func (r *recorder) queue(ev recEvent) {
+	ev.t = time.Now()
+	ev.at = r.s.hub.End()
+	r.mu.Lock()
+	if ev.code == 'i' {
+		if r.queued+len(ev.data) > maxQueuedInput {
+			r.dropped += int64(len(ev.data))
+			r.mu.Unlock()
+			return
+		}
+		ev.data = append([]byte(nil), ev.data...)
+		r.queued += len(ev.data)
+	}
+	r.events = append(r.events, ev)
+	r.mu.Unlock()
+	r.poke()
+}
+
+func (r *recorder) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// input records data typed into the program; hidden input (echo off) is
+// recorded as its length only.
+func (r *recorder) input(data []byte, hidden bool) {
+	if r == nil || len(data) == 0 {
+		return
+	}
+	if hidden {
+		r.queue(recEvent{code: 'h', n: len(data)})
+		return
+	}
+	r.queue(recEvent{code: 'i', data: data})
+}
+
+func (r *recorder) resize(rows, cols int) {
+	if r == nil {
+		return
+	}
+	r.queue(recEvent{code: 'r', data: fmt.Appendf(nil, "%dx%d", cols, rows)})
+}
+
+// exit queues the end status; the transcript ends once the output is drained.
+func (r *recorder) exit() {
+	if r == nil {
+		return
+	}
+	s := r.s
+	s.mu.Lock()
+	status := s.exit.String()
+	if s.timedOut {
+		status = "timed out (exit code 124)"
+	}
+	s.mu.Unlock()
+	r.queue(recEvent{code: 'x', status: status})
+}
+
+// stop tells the goroutine to finish once the output has ended; it does not
+// wait (Manager.Close does).
+func (r *recorder) stop() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.stopping = true
+	r.mu.Unlock()
+	r.poke()
+}
+
+// readAt reads output at offset off that has left the ring; 0 when the
+// transcript does not have it.
+func (r *recorder) readAt(p []byte, off int64) int {
+	if r == nil {
+		return 0
+	}
+	return r.w.ReadAt(p, off)
+}
+
+// run is the recorder goroutine, owned by the recorder: it copies output from
+// its own hub cursor and the queued events into the transcript, in order. It
+// stops once the output has ended (hub closed and read) and the exit is known
+// or stop was called; then it closes the transcript and closes done.
+func (r *recorder) run(dir string) {
+	defer close(r.done)
+	r.maybePrune(dir)
+	hub := r.s.hub
+	buf := make([]byte, 64<<10)
+	var cur int64
+	status := ""
+	// pump writes output from cur up to limit (-1: all there is); it reports
+	// whether the stream has ended.
+	pump := func(limit int64) bool {
+		for {
+			p := buf
+			if limit >= 0 {
+				if cur >= limit {
+					return false
+				}
+				p = buf[:min(int64(len(buf)), limit-cur)]
+			}
+			n, missed, err := hub.ReadAt(p, cur)
+			cur += missed
+			if n > 0 || missed > 0 {
+				r.w.Output(time.Now(), cur, buf[:n])
+				cur += int64(n)
+			}
+			if err != nil {
+				return true
+			}
+			if n == 0 {
+				return false
+			}
+		}
+	}
+	logged := false
+	for {
+		notify := hub.Notify()
+		r.mu.Lock()
+		evs := r.events
+		r.events = nil
+		r.queued = 0
+		dropped := r.dropped
+		r.dropped = 0
+		stopping := r.stopping
+		r.mu.Unlock()
+		for _, ev := range evs {
+			pump(ev.at)
+			switch ev.code {
+			case 'i':
+				r.w.Input(ev.t, ev.data)
+			case 'h':
+				r.w.Hidden(ev.t, ev.n)
+			case 'r':
+				cols, rows := 0, 0
+				fmt.Sscanf(string(ev.data), "%dx%d", &cols, &rows)
+				r.w.Resize(ev.t, cols, rows)
+			case 'x':
+				status = ev.status
+			}
+		}
+		if dropped > 0 {
+			r.w.Marker(time.Now(), fmt.Sprintf("[%d bytes of input not recorded: the transcript fell behind]", dropped))
+		}
+		ended := pump(-1)
+		r.w.Flush()
+		if err := r.w.Err(); err != nil && !logged {
+			logged = true
+			r.s.m.log.Warn("transcript: recording stopped", "session", r.s.id, "err", err)
+		}
+		if ended && (status != "" || stopping) {
+			break
+		}
+		if ended {
+			notify = nil // a closed hub's channel is always ready
+		}
+		select {
+		case <-notify:
+		case <-r.wake:
+		}
+	}
+	if status == "" {
+		status = "transcript closed before the exit was known"
+	}
+	if err := r.w.Close(time.Now(), status); err != nil && !logged {
+		r.s.m.log.Warn("transcript: recording stopped", "session", r.s.id, "err", err)
+	}
+}
+
+// maybePrune runs the retention pass over dir unless one ran recently.
+func (r *recorder) maybePrune(dir string) {
+	now := time.Now()
+	pruneMu.Lock()
+	if now.Sub(lastPrune[dir]) < pruneEvery {
+		pruneMu.Unlock()
+		return
+	}
+	lastPrune[dir] = now
+	pruneMu.Unlock()
+	o := r.s.m.opts
+	keep, keepBytes := o.RecordKeep, o.RecordKeepBytes
+	if keep == 0 {
+		keep = transcript.DefaultKeep
+	}
+	if keepBytes == 0 {
+		keepBytes = transcript.DefaultKeepBytes
+	}
+	removed, err := transcript.Prune(dir, keep, keepBytes, now)
+	if err != nil {
+		r.s.m.log.Warn("transcript: retention", "err", err)
+	}
+	if len(removed) > 0 {
+		r.s.m.log.Info("transcript: retention removed old files", "count", len(removed))
+	}
+}

@@ -57,7 +57,7 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 		SessionID: strconv.Itoa(s.id), UUID: s.uuid, State: state, ExitCode: code,
 		Signal: sig, CoreDumped: core, TimedOut: timedOut,
 		ReturnedBecause: col.because, Output: col.trunc.Text, NextOffset: col.next,
-		MissedBytes: col.missed, ChunkID: chunkID(),
+		MissedBytes: col.missed, ChunkID: chunkID(), WaitDetection: col.waitMethod,
 	}
 	if col.trunc.Truncated {
 		n := col.trunc.OriginalTokens
@@ -259,7 +259,7 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 		view = "text"
 	case "raw":
 	case "screen":
-		return nil, fmt.Errorf("%w: view screen is not available in this version; use text or raw", ErrInvalid)
+		return c.readScreen(s, t0, budget, appendNonEmpty(nil, bwarn))
 	default:
 		return nil, fmt.Errorf("%w: view must be text, raw or screen, not %q", ErrInvalid, req.View)
 	}
@@ -290,9 +290,16 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 				continue
 			}
 		}
+		if start := s.hub.Start(); off < start { // gone from memory and from disk
+			skip := min(start, to) - off
+			missed += skip
+			off += skip
+			continue
+		}
 		n, miss, err := s.hub.ReadAt(buf[:min(int64(len(buf)), to-off)], off)
-		missed += miss
-		off += miss
+		if miss > 0 { // the ring moved on since the check: go round again
+			continue
+		}
 		if n == 0 || err != nil {
 			break
 		}
@@ -367,6 +374,7 @@ func (c *Client) List(ctx context.Context) (*ListResult, error) {
 		}
 		s.mu.Unlock()
 		info.LastLine = s.lastLine()
+		info.Clients = s.att.count()
 		out.Sessions = append(out.Sessions, info)
 	}
 	out.Notices = c.notices(nil, nil)

@@ -1,0 +1,355 @@
+// Command ptyhub-bench measures the figures of SPEC §7 through `ptyhub mcp`, each against
+// a floor measured in the same run on the same machine, sample by sample interleaved so
+// that machine noise hits both alike. It prints a Markdown table for BENCHMARKS.md.
+//
+//	go run ./cmd/ptyhub-bench              # builds ptyhub, 200 samples a figure
+//	go run ./cmd/ptyhub-bench -n 500 -flood 1073741824
+//
+// Figures: exec_command of /bin/true; the python3 REPL turn (with wait_for, and without
+// it, which relies on waiting-for-input detection); exec_command of python3 -q until its
+// first prompt; 100 concurrent exec_command calls (p50, p99); optionally a flood through
+// a session (-flood BYTES) against a bare pty read loop.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/ptyhub/ptyhub/pty"
+)
+
+func main() {
+	n := flag.Int("n", 200, "samples per figure")
+	bin := flag.String("ptyhub", "", "ptyhub binary (default: go build ./cmd/ptyhub into a temp dir)")
+	flood := flag.Int64("flood", 0, "also measure a flood of this many bytes (e.g. 1073741824)")
+	mcpArgs := flag.String("mcp-args", "", "extra arguments for `ptyhub mcp`, e.g. --embedded")
+	flag.Parse()
+	if err := run(*n, *bin, *flood, *mcpArgs); err != nil {
+		fmt.Fprintln(os.Stderr, "ptyhub-bench:", err)
+		os.Exit(1)
+	}
+}
+
+type figure struct {
+	name, floorName string
+	floor, prod     []time.Duration
+	note            string
+}
+
+func med(d []time.Duration) time.Duration { return pct(d, 50) }
+
+func pct(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64) }
+
+func run(n int, bin string, flood int64, mcpArgs string) error {
+	ctx := context.Background()
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "ptyhub-bench")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		bin = filepath.Join(dir, "ptyhub")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/ptyhub")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("go build: %w", err)
+		}
+	}
+	args := []string{"mcp"}
+	if mcpArgs != "" {
+		args = append(args, mcpArgs)
+	}
+	stateDir, err := os.MkdirTemp("", "ptyhub-bench-state")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(stateDir)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "PTYHUB_SOCKET="+filepath.Join(stateDir, "server.sock"), "XDG_STATE_HOME="+stateDir)
+	cmd.Stderr = os.Stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "ptyhub-bench", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return fmt.Errorf("connect to ptyhub mcp: %w", err)
+	}
+	defer cs.Close()
+	call := func(tool string, a map[string]any) (map[string]any, error) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: a})
+		if err != nil {
+			return nil, err
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var out map[string]any
+		json.Unmarshal(b, &out)
+		if res.IsError {
+			return out, fmt.Errorf("%s: tool error: %v", tool, res.Content)
+		}
+		return out, nil
+	}
+	var figs []figure
+
+	// exec_command of /bin/true against spawning it on a bare pty.
+	f := figure{name: "exec_command `/bin/true`", floorName: "spawn /bin/true on a bare pty, read to EOF, wait"}
+	for i := 0; i < n+10; i++ {
+		t0 := time.Now()
+		if err := bareSpawn("/bin/true"); err != nil {
+			return err
+		}
+		fl := time.Since(t0)
+		t0 = time.Now()
+		r, err := call("exec_command", map[string]any{"argv": []string{"/bin/true"}})
+		pr := time.Since(t0)
+		if err != nil {
+			return err
+		}
+		if r["state"] != "exited" {
+			return fmt.Errorf("exec true: %v", r)
+		}
+		call("kill_session", map[string]any{"session_id": r["session_id"], "remove": true})
+		if i >= 10 {
+			f.floor, f.prod = append(f.floor, fl), append(f.prod, pr)
+		}
+	}
+	figs = append(figs, f)
+
+	// The REPL turn, with and without wait_for.
+	if _, err := exec.LookPath("python3"); err == nil {
+		turnFloor, stop, err := replFloor()
+		if err != nil {
+			return err
+		}
+		r, err := call("exec_command", map[string]any{"argv": []string{"python3", "-q"}, "wait_for": ">>> $"})
+		if err != nil {
+			stop()
+			return err
+		}
+		id := r["session_id"]
+		for _, wf := range []bool{true, false} {
+			f := figure{name: "write_stdin `1+1\\n` to python3 -q, wait_for `>>> `", floorName: "the same turn on a bare pty (write, read until `2\\r\\n>>> `)"}
+			if !wf {
+				f.name = "write_stdin `1+1\\n` to python3 -q, no wait_for"
+			}
+			because := map[string]int{}
+			for i := 0; i < n+10; i++ {
+				fl, err := turnFloor()
+				if err != nil {
+					stop()
+					return err
+				}
+				a := map[string]any{"session_id": id, "chars": "1+1\n", "yield_time_ms": 10000}
+				if wf {
+					a["wait_for"] = ">>> $"
+				}
+				t0 := time.Now()
+				r, err := call("write_stdin", a)
+				pr := time.Since(t0)
+				if err != nil {
+					stop()
+					return err
+				}
+				out, _ := r["output"].(string)
+				if !bytes.Contains([]byte(out), []byte("2\n>>> ")) {
+					// without waiting-for-input detection the call may return early at
+					// a partial prompt; poll the rest so the next turn starts clean
+					call("write_stdin", map[string]any{"session_id": id, "wait_for": ">>> $", "yield_time_ms": 10000})
+				}
+				because[fmt.Sprint(r["returned_because"])]++
+				if i >= 10 {
+					f.floor, f.prod = append(f.floor, fl), append(f.prod, pr)
+				}
+			}
+			f.note = fmt.Sprintf("returned because: %v", because)
+			figs = append(figs, f)
+		}
+		stop()
+		call("kill_session", map[string]any{"session_id": id, "remove": true})
+
+		// exec_command of python3 -q until its first prompt.
+		f := figure{name: "exec_command `python3 -q` (no wait_for) until it returns", floorName: "python3 -q on a bare pty until `>>> ` is printed"}
+		because := map[string]int{}
+		for i := 0; i < min(n, 50)+3; i++ {
+			fl, err := firstPrompt()
+			if err != nil {
+				return err
+			}
+			t0 := time.Now()
+			r, err := call("exec_command", map[string]any{"argv": []string{"python3", "-q"}, "yield_time_ms": 10000})
+			pr := time.Since(t0)
+			if err != nil {
+				return err
+			}
+			because[fmt.Sprint(r["returned_because"])]++
+			call("kill_session", map[string]any{"session_id": r["session_id"], "remove": true})
+			if i >= 3 {
+				f.floor, f.prod = append(f.floor, fl), append(f.prod, pr)
+			}
+		}
+		f.note = fmt.Sprintf("returned because: %v", because)
+		figs = append(figs, f)
+	}
+
+	// 100 concurrent exec_command calls.
+	{
+		var mu sync.Mutex
+		var lat []time.Duration
+		var wg sync.WaitGroup
+		bad := 0
+		for i := 0; i < 100; i++ {
+			wg.Go(func() {
+				t0 := time.Now()
+				r, err := call("exec_command", map[string]any{"cmd": "echo x" + strconv.Itoa(i)})
+				d := time.Since(t0)
+				mu.Lock()
+				defer mu.Unlock()
+				lat = append(lat, d)
+				if err != nil || r["output"] != "x"+strconv.Itoa(i)+"\n" {
+					bad++
+				}
+				if err == nil {
+					go call("kill_session", map[string]any{"session_id": r["session_id"], "remove": true})
+				}
+			})
+		}
+		wg.Wait()
+		figs = append(figs, figure{name: "100 concurrent exec_command `echo`", prod: lat,
+			note: fmt.Sprintf("p50 %s ms, p99 %s ms, p99/p50 %.2f, wrong results %d", ms(pct(lat, 50)), ms(pct(lat, 99)), float64(pct(lat, 99))/float64(pct(lat, 50)), bad)})
+	}
+
+	if flood > 0 {
+		script := "head -c " + strconv.FormatInt(flood, 10) + " /dev/zero | tr '\\0' a"
+		t0 := time.Now()
+		if err := bareSpawn("sh", "-c", script); err != nil {
+			return err
+		}
+		fl := time.Since(t0)
+		t0 = time.Now()
+		r, err := call("exec_command", map[string]any{"cmd": script, "yield_time_ms": 600000})
+		pr := time.Since(t0)
+		if err != nil {
+			return err
+		}
+		mb := float64(flood) / 1e6
+		figs = append(figs, figure{name: fmt.Sprintf("exec_command of a %d-byte flood into 10,000 tokens", flood),
+			floorName: "bare pty read loop of the same flood", floor: []time.Duration{fl}, prod: []time.Duration{pr},
+			note: fmt.Sprintf("floor %.1f MB/s, ptyhub %.1f MB/s (%.0f%% of floor), returned because %v", mb/fl.Seconds(), mb/pr.Seconds(), 100*fl.Seconds()/pr.Seconds(), r["returned_because"])})
+	}
+
+	fmt.Printf("Measured %s on %s/%s, %d CPUs, %d samples per figure (after warm-up).\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), n)
+	fmt.Println("| figure | floor (same run) | floor median ms | ptyhub median ms | over floor ms | ratio | ptyhub p99 ms | note |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	for _, f := range figs {
+		if len(f.floor) == 0 {
+			fmt.Printf("| %s | — | — | %s | — | — | %s | %s |\n", f.name, ms(med(f.prod)), ms(pct(f.prod, 99)), f.note)
+			continue
+		}
+		fmed, pmed := med(f.floor), med(f.prod)
+		fmt.Printf("| %s | %s | %s | %s | %s | %.2f | %s | %s |\n", f.name, f.floorName, ms(fmed), ms(pmed), ms(pmed-fmed), float64(pmed)/float64(fmed), ms(pct(f.prod, 99)), f.note)
+	}
+	return nil
+}
+
+// bareSpawn starts argv on a fresh pty, reads until EOF and waits: the spawn floor.
+func bareSpawn(argv ...string) error {
+	m, slave, err := pty.Open(24, 80)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		slave.Close()
+		return err
+	}
+	slave.Close()
+	io.Copy(io.Discard, m)
+	return cmd.Wait()
+}
+
+func startPython() (*pty.Master, *exec.Cmd, error) {
+	m, slave, err := pty.Open(24, 80)
+	if err != nil {
+		return nil, nil, err
+	}
+	py := exec.Command("python3", "-q")
+	py.Env = append(os.Environ(), "TERM=xterm-256color", "NO_COLOR=1")
+	py.Stdin, py.Stdout, py.Stderr = slave, slave, slave
+	py.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	err = py.Start()
+	slave.Close()
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return m, py, nil
+}
+
+func readUntil(m *pty.Master, want []byte) error {
+	buf := make([]byte, 4096)
+	var acc []byte
+	for !bytes.Contains(acc, want) {
+		n, err := m.Read(buf)
+		if err != nil {
+			return err
+		}
+		acc = append(acc, buf[:n]...)
+	}
+	return nil
+}
+
+// replFloor keeps a python3 -q on a bare pty; each call times one turn.
+func replFloor() (turn func() (time.Duration, error), stop func(), err error) {
+	m, py, err := startPython()
+	if err != nil {
+		return nil, nil, err
+	}
+	stop = func() { m.Close(); py.Process.Kill(); py.Wait() }
+	if err := readUntil(m, []byte(">>> ")); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return func() (time.Duration, error) {
+		t0 := time.Now()
+		if _, err := m.Write([]byte("1+1\n")); err != nil {
+			return 0, err
+		}
+		err := readUntil(m, []byte("2\r\n>>> "))
+		return time.Since(t0), err
+	}, stop, nil
+}
+
+// firstPrompt times python3 -q on a bare pty from start to its first prompt.
+func firstPrompt() (time.Duration, error) {
+	t0 := time.Now()
+	m, py, err := startPython()
+	if err != nil {
+		return 0, err
+	}
+	defer func() { m.Close(); py.Process.Kill(); py.Wait() }()
+	err = readUntil(m, []byte(">>> "))
+	return time.Since(t0), err
+}

@@ -1,0 +1,137 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ptyhub/ptyhub/transcript"
+)
+
+// TestMain points XDG_STATE_HOME at a temporary directory, so that no test or example of
+// this package (many use Options{} without a StateDir) records into the real home.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ptyhub-session-state")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_STATE_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// TestRecordingFailureCostsOnlyTheTranscript: a state directory that cannot be used (a
+// symlink, a file) or recording turned off leaves the session working, with no
+// transcript, and a log line.
+func TestRecordingFailureCostsOnlyTheTranscript(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	os.Mkdir(filepath.Join(base, "elsewhere"), 0o700)
+	os.Symlink(filepath.Join(base, "elsewhere"), filepath.Join(base, "link"))
+	os.MkdirAll(filepath.Join(base, "link-state"), 0o700)
+	os.Symlink(filepath.Join(base, "elsewhere"), filepath.Join(base, "link-state", "sessions"))
+	os.WriteFile(filepath.Join(base, "file"), nil, 0o600)
+	cases := []struct {
+		name string
+		opts Options
+		log  bool
+	}{
+		{"sessions dir is a symlink", Options{StateDir: filepath.Join(base, "link-state")}, true},
+		{"state dir is a file", Options{StateDir: filepath.Join(base, "file")}, true},
+		{"recording off", Options{StateDir: filepath.Join(base, "off"), NoRecord: true}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs lockedBuilder
+			tc.opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			m, err := NewManager(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close(context.Background())
+			c := m.NewClient("t")
+			y := int64(10000)
+			r, err := c.Exec(context.Background(), ExecRequest{Cmd: "echo fine", YieldTimeMs: &y})
+			if err != nil || r.Output != "fine\n" || r.State != StateExited {
+				t.Fatalf("session affected: %+v, %v", r, err)
+			}
+			if got := strings.Contains(logs.String(), "transcript: not recording"); got != tc.log {
+				t.Errorf("logged %v, want %v: %s", got, tc.log, logs.String())
+			}
+			ents, _ := os.ReadDir(filepath.Join(base, "elsewhere"))
+			if len(ents) > 0 {
+				t.Errorf("wrote through the symlink: %v", ents)
+			}
+		})
+	}
+}
+
+// TestRecorderNilSafe: every hook works on a nil recorder (recording off).
+func TestRecorderNilSafe(t *testing.T) {
+	var r *recorder
+	r.input([]byte("x"), false)
+	r.input([]byte("x"), true)
+	r.resize(1, 1)
+	r.exit()
+	r.stop()
+	if r.readAt(make([]byte, 1), 0) != 0 {
+		t.Error("nil recorder read something")
+	}
+}
+
+// TestTranscriptPath: the manager names the transcript of a session by any of its ids.
+func TestTranscriptPath(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	m, err := NewManager(Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	y := int64(10000)
+	r, err := m.NewClient("t").Exec(context.Background(), ExecRequest{Cmd: "echo hi", YieldTimeMs: &y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := transcript.SessionsDir(state)
+	for _, id := range []string{r.SessionID, r.UUID, r.UUID[:13]} {
+		p, err := m.TranscriptPath(id)
+		if err != nil || p != transcript.Path(dir, r.UUID) {
+			t.Errorf("TranscriptPath(%s) = %q, %v", id, p, err)
+		}
+	}
+	m.Close(context.Background())
+	// Close finished the transcript and removed the spill.
+	in, err := transcript.Find(dir, r.UUID)
+	if err != nil || in.Ended != "exited with code 0" || in.Live {
+		t.Errorf("after Close: %+v, %v", in, err)
+	}
+	if _, err := os.Stat(transcript.SpillPath(dir, r.UUID)); !os.IsNotExist(err) {
+		t.Errorf("spill left after Close: %v", err)
+	}
+}
+
+// lockedBuilder is a strings.Builder safe for a logger writing from other goroutines.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -1,0 +1,168 @@
+// Package transcript writes and reads session transcripts: asciicast v2 files
+// (https://docs.asciinema.org/manual/asciicast/v2/) that `asciinema play` and
+// `asciinema cat` accept, one per session, at
+// $XDG_STATE_HOME/ptyhub/sessions/<uuid>.cast (else ~/.local/state/ptyhub/sessions).
+//
+// A file is a JSON header line, then one JSON array per event,
+// [seconds_since_start, code, data]:
+//
+//   - "o": output, the bytes the program printed. A chunk that ends inside a
+//     UTF-8 character carries the incomplete tail to the next event, so valid
+//     UTF-8 output is never turned into U+FFFD. Bytes that are not valid UTF-8
+//     at all cannot be held by a JSON string: they are written as U+FFFD (the
+//     exact bytes stay readable through the raw spill, see below, while the
+//     writer is open).
+//   - "i": input typed into the program. Input typed while the terminal had
+//     echo off is never written: an "m" marker "[N bytes of hidden input]"
+//     stands for it.
+//   - "r": a resize, "COLSxROWS".
+//   - "m": markers, in brackets: hidden input, output lost because the writer
+//     fell behind, the size cap reached, a disk error, and, as the last line
+//     of every finished transcript, "[session ended: …]" with the exit code,
+//     signal or time-out.
+//
+// Raw spill: beside the .cast, a writer opened with Options.Spill keeps
+// <uuid>.raw, the output bytes exactly as printed, at their absolute offsets,
+// so that offsets that have left a session's in-memory ring can be read back
+// exactly (Writer.ReadAt) — a .cast is escaped JSON and cannot hold invalid
+// UTF-8. The spill lives as long as the writer (Writer.Release deletes it);
+// Prune deletes spills that no live writer holds.
+//
+// Files are 0600 in a 0700 directory that must be a real directory owned by
+// the current user. A live writer holds an exclusive flock(2) on its files;
+// List reports it as Live and Prune never deletes it.
+package transcript
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Default limits (SPEC §6).
+const (
+	// DefaultCap is the default size cap of one transcript.
+	DefaultCap = 256 << 20
+	// DefaultKeepBytes is the default total size of transcripts kept by Prune.
+	DefaultKeepBytes = 1 << 30
+)
+
+// Ext is the extension of transcript files; SpillExt that of raw spills.
+const (
+	Ext      = ".cast"
+	SpillExt = ".raw"
+)
+
+// EndPrefix starts the data of the "m" event that ends every finished
+// transcript, e.g. "[session ended: exited with code 0]".
+const EndPrefix = "[session ended: "
+
+// StateDir returns ptyhub's state directory: $XDG_STATE_HOME/ptyhub, else
+// ~/.local/state/ptyhub. It does not create it.
+func StateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "ptyhub"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("transcript: no state directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "ptyhub"), nil
+}
+
+// SessionsDir returns the directory of transcripts under stateDir (the
+// default StateDir when stateDir is ""): stateDir/sessions. It does not
+// create it.
+func SessionsDir(stateDir string) (string, error) {
+	if stateDir == "" {
+		d, err := StateDir()
+		if err != nil {
+			return "", err
+		}
+		stateDir = d
+	}
+	return filepath.Join(stateDir, "sessions"), nil
+}
+
+// Path returns the transcript file of session uuid in dir (a SessionsDir).
+func Path(dir, uuid string) string { return filepath.Join(dir, uuid+Ext) }
+
+// SpillPath returns the raw spill file of session uuid in dir.
+func SpillPath(dir, uuid string) string { return filepath.Join(dir, uuid+SpillExt) }
+
+// EnsureDir creates dir (and missing parents) with mode 0700 and checks it:
+// it must be a directory, not a symlink, owned by the current user. A dir
+// that others may read or write is narrowed to 0700.
+func EnsureDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("transcript: mkdir: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("transcript: %w", err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
+		return fmt.Errorf("transcript: %s is not a directory (a symlink or a file); refusing to write transcripts there", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("transcript: %s is owned by uid %d, not by us (uid %d); refusing to write transcripts there", dir, st.Uid, os.Getuid())
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("transcript: chmod: %w", err)
+		}
+	}
+	return nil
+}
+
+// validUUID reports whether id can name a file: no separators, no dot files.
+func validUUID(id string) bool {
+	return id != "" && !strings.ContainsAny(id, "/\x00") && !strings.HasPrefix(id, ".")
+}
+
+// openExclusive creates a new file 0600 (never following a symlink, never
+// reusing an existing file) and takes an exclusive flock on it.
+func openExclusive(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o600); err != nil { // whatever the umask was
+		f.Close()
+		return nil, err
+	}
+	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func flock(f *os.File, how int) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = syscall.Flock(int(fd), how) }); err != nil {
+		return err
+	}
+	if ferr != nil {
+		return fmt.Errorf("flock: %w", ferr)
+	}
+	return nil
+}
+
+// locked reports whether a live writer holds path (its flock is taken).
+func locked(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	err = flock(f, syscall.LOCK_SH|syscall.LOCK_NB)
+	return errors.Is(err, syscall.EWOULDBLOCK)
+}

@@ -1,0 +1,403 @@
+package transcript
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+)
+
+// Header is the first line of an asciicast v2 file.
+type Header struct {
+	Version   int               `json:"version"`
+	Width     int               `json:"width"`
+	Height    int               `json:"height"`
+	Timestamp int64             `json:"timestamp"`
+	Command   string            `json:"command,omitempty"`
+	Title     string            `json:"title,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+}
+
+// Options configure a Writer.
+type Options struct {
+	// Cap is the size of the .cast past which output is no longer recorded
+	// (default DefaultCap); markers still are. The spill stops at the same
+	// point.
+	Cap int64
+	// Spill keeps the raw output in <uuid>.raw for ReadAt.
+	Spill bool
+}
+
+// Writer writes one transcript. Its event methods (Output, Input, Hidden,
+// Resize, Marker, Flush, Close) are for one goroutine; ReadAt and Release may
+// be called from any goroutine. Writes go to a buffer flushed by Flush and
+// Close; after the first disk error the writer stops writing (Err says why)
+// and its methods go on doing nothing, so a full or broken disk costs the
+// transcript and nothing else.
+type Writer struct {
+	path  string
+	f     *os.File
+	bw    *bufio.Writer
+	start time.Time
+	cap   int64
+
+	size        int64   // bytes of the .cast written or buffered
+	last        float64 // time of the last event (events never go back in time)
+	next        int64   // the raw offset the next Output is expected at
+	carry       []byte  // an incomplete UTF-8 character held for the next event
+	capped      bool
+	notRecorded int64 // output bytes past the cap
+	err         error
+	closed      bool
+	line        []byte // scratch
+
+	smu    sync.RWMutex // guards spill (closed and deleted by Release) and gaps
+	spill  *os.File
+	spillP string
+	gaps   [][2]int64   // raw ranges never written to the spill
+	rawEnd atomic.Int64 // bytes [0, rawEnd) are in the spill, except gaps
+}
+
+// Create creates the transcript of session uuid in dir (created 0700 and
+// checked by EnsureDir) and writes its header; the file is new (an existing
+// one is an error), 0600, and locked until Close. h.Version is set to 2 and
+// h.Timestamp to start when zero; event times count from start.
+func Create(dir, uuid string, h Header, start time.Time, o Options) (*Writer, error) {
+	if !validUUID(uuid) {
+		return nil, fmt.Errorf("transcript: bad session id %q", uuid)
+	}
+	if err := EnsureDir(dir); err != nil {
+		return nil, err
+	}
+	if o.Cap <= 0 {
+		o.Cap = DefaultCap
+	}
+	w := &Writer{path: Path(dir, uuid), start: start, cap: o.Cap}
+	f, err := openExclusive(w.path, os.O_WRONLY)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: create: %w", err)
+	}
+	w.f, w.bw = f, bufio.NewWriterSize(f, 64<<10)
+	if o.Spill {
+		w.spillP = SpillPath(dir, uuid)
+		if w.spill, err = openExclusive(w.spillP, os.O_RDWR); err != nil {
+			f.Close()
+			os.Remove(w.path)
+			return nil, fmt.Errorf("transcript: create spill: %w", err)
+		}
+	}
+	h.Version = 2
+	if h.Timestamp == 0 {
+		h.Timestamp = start.Unix()
+	}
+	hb, _ := json.Marshal(h)
+	w.put(append(hb, '\n'))
+	if err := w.Flush(); err != nil {
+		w.Release()
+		f.Close()
+		os.Remove(w.path)
+		return nil, err
+	}
+	return w, nil
+}
+
+// Path returns the file's path.
+func (w *Writer) Path() string { return w.path }
+
+// Err returns the first write error, after which nothing more was written.
+func (w *Writer) Err() error { return w.err }
+
+// Output records p, the output bytes at raw offset off. An off past the end
+// of the previous Output means bytes were lost before they reached the
+// writer: a marker says how many.
+func (w *Writer) Output(t time.Time, off int64, p []byte) {
+	if w.closed {
+		return
+	}
+	if off > w.next {
+		lost := off - w.next
+		w.flushCarry(t)
+		w.noteGap(w.next, off)
+		w.Marker(t, fmt.Sprintf("[%d bytes of output lost: the transcript fell behind]", lost))
+		w.next = off
+	} else if off < w.next { // already recorded
+		skip := w.next - off
+		if skip >= int64(len(p)) {
+			return
+		}
+		p, off = p[skip:], w.next
+	}
+	w.next = off + int64(len(p))
+	if w.capped || w.err != nil {
+		w.notRecorded += int64(len(p))
+		w.noteGap(off, w.next)
+		return
+	}
+	w.writeSpill(p, off)
+	data := p
+	if len(w.carry) > 0 {
+		data = append(w.carry, p...) // w.carry is not used again before it is replaced
+		w.carry = nil
+	}
+	if k := incompleteTail(data); k > 0 {
+		w.carry = append([]byte(nil), data[len(data)-k:]...)
+		data = data[:len(data)-k]
+	}
+	if len(data) > 0 {
+		w.event(t, 'o', data)
+	}
+}
+
+// Input records input typed into the program.
+func (w *Writer) Input(t time.Time, p []byte) {
+	if len(p) > 0 {
+		w.event(t, 'i', p)
+	}
+}
+
+// Hidden records that n bytes were typed with echo off, without the bytes.
+func (w *Writer) Hidden(t time.Time, n int) {
+	w.Marker(t, fmt.Sprintf("[%d bytes of hidden input]", n))
+}
+
+// Resize records a new window size.
+func (w *Writer) Resize(t time.Time, cols, rows int) {
+	w.event(t, 'r', []byte(strconv.Itoa(cols)+"x"+strconv.Itoa(rows)))
+}
+
+// Marker records an "m" event. Markers are written past the cap.
+func (w *Writer) Marker(t time.Time, text string) {
+	w.eventForce(t, 'm', []byte(text), true)
+}
+
+// Flush writes buffered events to the file.
+func (w *Writer) Flush() error {
+	if w.err != nil || w.bw == nil {
+		return w.err
+	}
+	if err := w.bw.Flush(); err != nil {
+		w.fail(err)
+	}
+	return w.err
+}
+
+// Close writes what is pending, a marker for output not recorded past the
+// cap, and the end marker EndPrefix+status+"]", then closes the .cast. The
+// spill stays readable until Release. It returns the first write error.
+func (w *Writer) Close(t time.Time, status string) error {
+	if w.closed {
+		return w.err
+	}
+	w.flushCarry(t)
+	if w.notRecorded > 0 && w.capped {
+		w.Marker(t, fmt.Sprintf("[%d bytes of output were not recorded past the cap]", w.notRecorded))
+	}
+	w.Marker(t, EndPrefix+status+"]")
+	w.Flush()
+	w.closed = true
+	if err := w.f.Close(); err != nil && w.err == nil {
+		w.err = fmt.Errorf("transcript: close: %w", err)
+	}
+	return w.err
+}
+
+// Release closes and deletes the raw spill; ReadAt then returns 0. Safe to
+// call more than once, from any goroutine.
+func (w *Writer) Release() {
+	w.smu.Lock()
+	defer w.smu.Unlock()
+	if w.spill != nil {
+		os.Remove(w.spillP)
+		w.spill.Close()
+		w.spill = nil
+	}
+}
+
+// ReadAt copies recorded output bytes at raw offset off into p from the
+// spill and returns how many (0 when the spill does not hold off: no spill,
+// released, not written yet, lost, or past the cap). Safe for concurrent use
+// with the writing goroutine.
+func (w *Writer) ReadAt(p []byte, off int64) int {
+	w.smu.RLock()
+	defer w.smu.RUnlock()
+	if w.spill == nil || off < 0 {
+		return 0
+	}
+	end := w.rawEnd.Load()
+	if off >= end {
+		return 0
+	}
+	n := min(int64(len(p)), end-off)
+	for _, g := range w.gaps {
+		if off >= g[0] && off < g[1] {
+			return 0
+		}
+		if g[0] > off && g[0] < off+n {
+			n = g[0] - off
+		}
+	}
+	got, _ := w.spill.ReadAt(p[:n], off)
+	return got
+}
+
+func (w *Writer) writeSpill(p []byte, off int64) {
+	if w.spill == nil {
+		return
+	}
+	if _, err := w.spill.WriteAt(p, off); err != nil {
+		w.fail(fmt.Errorf("spill: %w", err))
+		return
+	}
+	w.rawEnd.Store(off + int64(len(p)))
+}
+
+func (w *Writer) noteGap(from, to int64) {
+	if w.spill == nil || from >= to {
+		return
+	}
+	w.smu.Lock()
+	if n := len(w.gaps); n > 0 && w.gaps[n-1][1] == from {
+		w.gaps[n-1][1] = to
+	} else {
+		w.gaps = append(w.gaps, [2]int64{from, to})
+	}
+	w.smu.Unlock()
+	w.rawEnd.Store(to)
+}
+
+// flushCarry writes a held incomplete character (it will never be completed
+// here: it becomes U+FFFD).
+func (w *Writer) flushCarry(t time.Time) {
+	if len(w.carry) > 0 {
+		c := w.carry
+		w.carry = nil
+		w.event(t, 'o', c)
+	}
+}
+
+func (w *Writer) event(t time.Time, code byte, data []byte) {
+	w.eventForce(t, code, data, false)
+}
+
+// eventForce appends one event line; past the cap only forced events (markers)
+// are written, and the first one past it is preceded by the cap marker.
+func (w *Writer) eventForce(t time.Time, code byte, data []byte, force bool) {
+	if w.closed || w.err != nil {
+		return
+	}
+	sec := max(t.Sub(w.start).Seconds(), w.last)
+	w.last = sec
+	line := append(w.line[:0], '[')
+	line = strconv.AppendFloat(line, sec, 'f', 6, 64)
+	line = append(line, ',', ' ', '"', code, '"', ',', ' ')
+	line = appendJSONString(line, data)
+	line = append(line, ']', '\n')
+	w.line = line[:0]
+	if !force && !w.capped && w.size+int64(len(line)) > w.cap {
+		w.capped = true
+		if code == 'o' {
+			w.notRecorded += int64(len(data))
+		}
+		w.Marker(t, fmt.Sprintf("[transcript cap of %d bytes reached: recording stopped]", w.cap))
+		return
+	}
+	if w.capped && !force {
+		if code == 'o' {
+			w.notRecorded += int64(len(data))
+		}
+		return
+	}
+	w.put(line)
+}
+
+func (w *Writer) put(b []byte) {
+	n, err := w.bw.Write(b)
+	w.size += int64(n)
+	if err != nil {
+		w.fail(err)
+	}
+}
+
+// fail records the first disk error and tries once to leave a marker that
+// says so, on a line of its own, straight to the file.
+func (w *Writer) fail(err error) {
+	if w.err != nil {
+		return
+	}
+	w.err = fmt.Errorf("transcript %s: %w", w.path, err)
+	var line []byte
+	line = append(line, "\n["...)
+	line = strconv.AppendFloat(line, w.last, 'f', 6, 64)
+	line = append(line, `, "m", `...)
+	line = appendJSONString(line, []byte("[transcript write failed: "+err.Error()+"; recording stopped]"))
+	line = append(line, "]\n"...)
+	w.f.Write(line)
+}
+
+// incompleteTail returns the length of an incomplete but so far valid UTF-8
+// character at the end of p (0 if there is none).
+func incompleteTail(p []byte) int {
+	for i := 1; i <= 3 && i <= len(p); i++ {
+		b := p[len(p)-i]
+		switch {
+		case b < 0x80:
+			return 0
+		case b >= 0xC0:
+			if !utf8.FullRune(p[len(p)-i:]) {
+				return i
+			}
+			return 0
+		}
+	}
+	return 0
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends data as a JSON string: valid UTF-8 as is, control
+// characters escaped, invalid bytes as U+FFFD.
+func appendJSONString(dst, data []byte) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(data); {
+		b := data[i]
+		if b >= 0x20 && b != '"' && b != '\\' && b < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if b < utf8.RuneSelf {
+			dst = append(dst, data[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, data[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, data[start:]...)
+	return append(dst, '"')
+}
