@@ -42,7 +42,9 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"), bin)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PTYHUB_E2E_MARKER="+marker)
+	// A private ptyhub server for this test (stopped at cleanup), never the user's.
+	sv := svNew(t)
+	cmd.Env = append(sv.env, "PTYHUB_E2E_MARKER="+marker)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()

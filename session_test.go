@@ -315,7 +315,13 @@ func TestKillSessionTree(t *testing.T) {
 		t.Errorf("state after kill: %s", k.State)
 	}
 	if left := pidsWithSession(r.UUID); len(left) > 0 {
-		t.Errorf("processes left after kill: %v", left)
+		var desc []string
+		for _, pid := range left {
+			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			desc = append(desc, fmt.Sprintf("%d %q stat=%q", pid, cmd, st))
+		}
+		t.Errorf("processes left after kill: %v", desc)
 	}
 }
 
@@ -339,10 +345,10 @@ func TestSurvivorsNamed(t *testing.T) {
 
 func TestPruning(t *testing.T) {
 	t.Parallel()
-	_, c := newClient(t, session.Options{MaxSessions: 16, WarnSessions: 14, ProtectRecent: 4})
+	_, c := newClient(t, session.Options{}) // the defaults: 64 sessions, warn at 60, 8 protected
 	var uuids []string
 	warned := false
-	for i := 0; i < 50; i++ {
+	for i := 0; i < 200; i++ {
 		r := exec(t, c, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: ms(0)})
 		uuids = append(uuids, r.UUID)
 		for _, w := range r.Warnings {
@@ -353,8 +359,8 @@ func TestPruning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(l.Sessions) != 16 {
-		t.Errorf("%d sessions listed, want 16", len(l.Sessions))
+	if len(l.Sessions) != 64 {
+		t.Errorf("%d sessions listed, want 64", len(l.Sessions))
 	}
 	if !warned {
 		t.Error("no warning near the limit")

@@ -370,7 +370,7 @@ func (h *helper) sweep(tag string, grace time.Duration, _ bool, first func([]Sur
 	if first != nil {
 		first(surv)
 	}
-	if len(found) == 0 {
+	if len(found) == 0 && h.gone(tag) {
 		h.forget(tag)
 		return surv
 	}
@@ -389,14 +389,14 @@ func (h *helper) escalate(tag string, grace time.Duration) {
 	for time.Now().Before(deadline) {
 		time.Sleep(wait)
 		wait = min(wait*2, 50*time.Millisecond)
-		if len(h.members(tag)) == 0 {
+		if h.gone(tag) {
 			h.forget(tag)
 			return
 		}
 	}
 	for range 100 {
 		left := h.members(tag)
-		if len(left) == 0 {
+		if len(left) == 0 && h.gone(tag) {
 			break
 		}
 		// Stop first so a fork storm cannot outrun the kills.
@@ -409,6 +409,17 @@ func (h *helper) escalate(tag string, grace time.Duration) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	h.forget(tag)
+}
+
+// gone reports whether the session has no live process, on two scans a moment apart: a
+// single scan can miss a process while its dying parent's children are being re-parented
+// to the reaper, and giving up then would leave it running.
+func (h *helper) gone(tag string) bool {
+	if len(h.members(tag)) > 0 {
+		return false
+	}
+	time.Sleep(5 * time.Millisecond)
+	return len(h.members(tag)) == 0
 }
 
 // forget drops a session whose leader is gone and whose tree is empty.

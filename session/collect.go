@@ -13,6 +13,21 @@ import (
 // patternWindow is how much recent text wait_for is matched against on each wake.
 const patternWindow = 8 << 10
 
+// waitBackoff is how long collect waits between two looks at whether the program waits
+// for input while it prints nothing (nothing else would wake collect when a program
+// blocks silently): the first look is at once when output stops, then these gaps, the
+// last one repeating. A look costs a few /proc reads (tens of µs).
+var waitBackoff = [...]time.Duration{
+	200 * time.Microsecond, 500 * time.Microsecond, time.Millisecond,
+	2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond,
+}
+
+const (
+	// waitQuiet is how long output must have been quiet before a waitMaybe verdict (the
+	// kernel could not tell, see waiting_linux.go) counts as waiting for input.
+	waitQuiet = 500 * time.Millisecond
+)
+
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // collectOpts say when a collect returns.
@@ -29,6 +44,8 @@ type collected struct {
 	missed   int64
 	next     int64
 	finished bool // the stream ended and everything was converted
+	// waitMethod says how waiting for input was decided (Result.WaitDetection).
+	waitMethod string
 }
 
 // collect reads from the agent cursor until the program exits (and its output is
@@ -49,6 +66,20 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	timer := time.NewTimer(time.Until(o.deadline))
 	defer timer.Stop()
 	eof := false
+
+	// Looks at whether the program waits for input (tty sessions on Linux only): at once,
+	// then backing off while nothing is printed; poll wakes collect for the next one.
+	detect := s.tty && waitDetectionAvailable
+	var poll *time.Timer
+	var pollC <-chan time.Time
+	start := time.Now()
+	lastOut, nextLook, step := start, start, 0
+	if detect {
+		poll = time.NewTimer(time.Hour)
+		poll.Stop()
+		defer poll.Stop()
+		pollC = poll.C
+	}
 
 	for {
 		notify := s.hub.Notify()
@@ -112,9 +143,24 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 			res.because = BecausePattern
 			break
 		}
-		if s.waitingForInput() {
-			res.because = BecauseWaitingForInput
-			break
+		if detect && !s.isExited() {
+			now := time.Now()
+			if fresh {
+				// New output: look at once. During a flood a look stops at its first,
+				// cheap step (output not settled: one poll(2)).
+				step, nextLook, lastOut = 0, now, now
+			}
+			if !now.Before(nextLook) {
+				ok, method := s.waitingForInput(now.Sub(lastOut))
+				if ok {
+					res.because = BecauseWaitingForInput
+					res.waitMethod = method
+					break
+				}
+				nextLook = now.Add(waitBackoff[step])
+				step = min(step+1, len(waitBackoff)-1)
+			}
+			poll.Reset(time.Until(nextLook))
 		}
 		if !time.Now().Before(o.deadline) {
 			res.because = BecauseDeadline
@@ -131,6 +177,7 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 			if !s.isExited() {
 				timer.Reset(time.Until(o.deadline))
 			}
+		case <-pollC:
 		case <-ctx.Done():
 			res.because = BecauseCancelled
 			goto done
@@ -174,7 +221,19 @@ func appendWindow(w, text []byte) []byte {
 }
 
 // waitingForInput reports whether the program in the foreground is blocked reading the
-// terminal and its output has settled (SPEC §3.3 case 2). The kernel-based detector comes
-// in a later change; until then this never fires and calls return at exit, pattern or
-// deadline.
-func (s *Session) waitingForInput() bool { return false }
+// terminal and its output has settled (SPEC §3.3 case 2), and how that was decided
+// (Result.WaitDetection). quietFor is how long no output has arrived. Called with
+// collectMu held; it only reads /proc and polls, and changes nothing. See
+// waiting_linux.go for the method; other platforms never report waiting.
+func (s *Session) waitingForInput(quietFor time.Duration) (bool, string) {
+	if s.writing.Load() > 0 {
+		return false, "" // our own input is still on its way to the program
+	}
+	switch v, method := s.probeWait(); v {
+	case waitYes:
+		return true, method
+	case waitMaybe:
+		return quietFor >= waitQuiet, method
+	}
+	return false, ""
+}

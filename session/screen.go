@@ -1,9 +1,118 @@
 package session
 
-// screenState will hold the terminal emulator of a session (issue 4). Every method is
-// safe on a nil receiver.
-type screenState struct{}
+import (
+	"strconv"
+	"time"
 
-func startScreen(s *Session, rows, cols int) *screenState { return nil }
-func (sc *screenState) resize(rows, cols int)             {}
-func (sc *screenState) stop()                             {}
+	"github.com/ptyhub/ptyhub/screen"
+	"github.com/ptyhub/ptyhub/truncate"
+)
+
+// screenState holds a session's screen model (package screen): the screen view, the
+// attach repaint, and the answers to terminal queries. Every method is safe on a nil
+// receiver.
+//
+// The model follows the session's hub; it is never on the reader's path. Its emulator
+// is created at the first demand and advanced on demand, skipping ahead when far behind
+// (see screen.Model), and its answerer scans every byte for queries with a fast scanner
+// and answers each once — unless a human's terminal is attached, which then answers.
+type screenState struct {
+	m *screen.Model
+}
+
+// startScreen starts the screen model of s; on a pseudo-terminal it also starts the
+// query answerer. Answers go through the session's writer queue, so they keep their
+// order with the agent's input (a program waiting for an answer reads its input, so the
+// queue drains).
+func startScreen(s *Session, rows, cols int) *screenState {
+	var reply func([]byte)
+	if s.tty {
+		reply = func(b []byte) {
+			if s.humanAttached() {
+				return // the human's terminal answers (SPEC §3.2: never twice)
+			}
+			s.enqueue(b, false) // fails only once the session is gone: nobody to answer
+		}
+	}
+	return &screenState{m: screen.Follow(s.hub, rows, cols, reply)}
+}
+
+func (sc *screenState) resize(rows, cols int) {
+	if sc != nil {
+		sc.m.Resize(rows, cols)
+	}
+}
+
+// stop ends the answerer and keeps the final screen.
+func (sc *screenState) stop() {
+	if sc != nil {
+		sc.m.Close()
+	}
+}
+
+func (sc *screenState) snapshot() (screen.Snapshot, bool) {
+	if sc == nil {
+		return screen.Snapshot{}, false
+	}
+	return sc.m.Snapshot(), true
+}
+
+// Repaint returns bytes that, written to a fresh terminal of the session's size (in its
+// main screen, default modes), redraw the session's current screen as tmux does on
+// attach: reset attributes, enter the alternate screen if the program is in it, clear,
+// draw every cell with its attributes, restore the input modes the program set (cursor
+// keys, mouse reporting, focus events, bracketed paste), then place the cursor and show
+// or hide it. All output the session printed before the call is applied. It returns nil
+// for a session that never started. It may run the emulator for a few milliseconds; it
+// has no other side effect and is safe for concurrent use.
+func (s *Session) Repaint() []byte {
+	data, _ := s.RepaintAt()
+	return data
+}
+
+// RepaintAt is Repaint that also returns the output offset the repaint brings a terminal
+// up to: an attach client writes data, then the session's output from next on, and
+// misses nothing and shows nothing twice.
+func (s *Session) RepaintAt() (data []byte, next int64) {
+	if s.scr == nil {
+		return nil, s.hub.End()
+	}
+	return s.scr.m.Repaint()
+}
+
+// readScreen is read_output with view "screen": the rows of the current screen, joined
+// with "\n" (trailing blank rows left out), with the cursor and alternate-screen flag.
+// Once the program has exited it first waits (at most a second: a survivor may hold the
+// terminal) for the rest of the output to be read, so the screen is the final one.
+func (c *Client) readScreen(s *Session, t0 time.Time, budget int, warns []string) (*Result, error) {
+	s.touch()
+	if s.isExited() {
+		t := time.NewTimer(time.Second)
+		select {
+		case <-s.drained:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	snap, ok := s.scr.snapshot()
+	if !ok {
+		warns = append(warns, "this session has no screen (it never started)")
+	}
+	tr := truncate.Middle(snap.Text(), budget)
+	state, code, sig, core, timedOut := s.exitFields()
+	r := &Result{SessionID: strconv.Itoa(s.id), UUID: s.uuid, State: state, ExitCode: code,
+		Signal: sig, CoreDumped: core, TimedOut: timedOut, ReturnedBecause: BecauseRead,
+		Output: tr.Text, NextOffset: s.hub.End(), ChunkID: chunkID(),
+		Screen: &Screen{Rows: snap.Rows, CursorRow: snap.CursorRow, CursorCol: snap.CursorCol,
+			AltScreen: snap.AltScreen}}
+	if r.Screen.Rows == nil {
+		r.Screen.Rows = []string{}
+	}
+	if tr.Truncated {
+		n := tr.OriginalTokens
+		r.OriginalTokenCount = &n
+	}
+	r.Notices = c.notices(nil, warns)
+	r.WallTimeMs = float64(time.Since(t0).Microseconds()) / 1000
+	return r, nil
+}

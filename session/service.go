@@ -53,6 +53,12 @@ func (s *Session) end() {
 // result builds the common part of a result after a collect.
 func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string) *Result {
 	state, code, sig, core, timedOut := s.exitFields()
+	if state == StateExited && col.because != BecauseExit && !col.finished {
+		// It exited while this call returned for another reason, with output still to
+		// read: report it as running, so the agent calls again and gets the rest with
+		// the exit.
+		state, code, sig, core, timedOut = StateRunning, nil, "", false, false
+	}
 	r := &Result{
 		SessionID: strconv.Itoa(s.id), UUID: s.uuid, State: state, ExitCode: code,
 		Signal: sig, CoreDumped: core, TimedOut: timedOut,

@@ -68,6 +68,11 @@ type Session struct {
 
 	writing atomic.Int64 // bytes queued or being written
 
+	// readHeld is true while the reader holds bytes taken from the master that are not
+	// yet in the hub (pty.Master.ReadHold); the waiting-for-input detector reads it.
+	readHeld atomic.Bool
+	wait     waitState // waiting_linux.go: the waiting-for-input detector's cached facts
+
 	// Feature state; each type lives in its own file with its own owner (see hooks.go).
 	scr *screenState // screen.go: terminal emulator, query answers, screen view
 	rec *recorder    // record.go: asciicast transcript on disk
@@ -181,10 +186,17 @@ func (s *Session) awaitHeld(exit <-chan reaper.Exit) (ws syscall.WaitStatus, ok 
 func (s *Session) readLoop() {
 	buf := make([]byte, 8<<10) // pty reads return at most ~4 KiB
 	for {
-		n, err := s.output.Read(buf)
+		var n int
+		var err error
+		if s.tty {
+			n, err = s.master.ReadHold(buf, &s.readHeld)
+		} else {
+			n, err = s.output.Read(buf)
+		}
 		if n > 0 {
 			s.hub.Write(buf[:n])
 		}
+		s.readHeld.Store(false)
 		if err != nil {
 			if err = pty.EOF(err); err != io.EOF {
 				s.hub.CloseWithError(err)

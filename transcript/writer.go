@@ -246,10 +246,16 @@ func (w *Writer) ReadAt(p []byte, off int64) int {
 }
 
 func (w *Writer) writeSpill(p []byte, off int64) {
+	// A read lock: writing at new offsets does not disturb readers; Release (the write
+	// lock) may close the spill at any time.
+	w.smu.RLock()
 	if w.spill == nil {
+		w.smu.RUnlock()
 		return
 	}
-	if _, err := w.spill.WriteAt(p, off); err != nil {
+	_, err := w.spill.WriteAt(p, off)
+	w.smu.RUnlock()
+	if err != nil {
 		w.fail(fmt.Errorf("spill: %w", err))
 		return
 	}
@@ -257,10 +263,14 @@ func (w *Writer) writeSpill(p []byte, off int64) {
 }
 
 func (w *Writer) noteGap(from, to int64) {
-	if w.spill == nil || from >= to {
+	if from >= to {
 		return
 	}
 	w.smu.Lock()
+	if w.spill == nil {
+		w.smu.Unlock()
+		return
+	}
 	if n := len(w.gaps); n > 0 && w.gaps[n-1][1] == from {
 		w.gaps[n-1][1] = to
 	} else {

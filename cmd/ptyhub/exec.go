@@ -32,16 +32,18 @@ shell (put -- before them when one starts with -). To run a shell command line (
 
 ptyhub exec returns when the command exits, waits for input at its terminal, prints
 text matching --wait-for, or when --yield has passed (default 10s; a longer --timeout
-raises it). This version keeps the session inside the ptyhub exec process, so a command
-still running when ptyhub exec returns is killed, and a line on stderr says so.
+raises it). The session lives in the per-user ptyhub server: a command still running
+when ptyhub exec returns keeps running (a line on stderr says so), as in tmux — see it
+with 'ptyhub ls', watch or type with 'ptyhub attach ID', stop it with 'ptyhub kill ID'.
+With --embedded the session lives inside the ptyhub exec process instead, and a command
+still running when it returns is killed.
 
 Exit status:
   N        the command exited with code N (127: program not found)
   128+N    signal N ended the command (143 for SIGTERM, 137 for SIGKILL)
-  124      --timeout killed the command, or it was still running when ptyhub exec
-           returned (it is then killed)
-  0        the command was still running, but its output matched --wait-for (it is
-           then killed)
+  124      --timeout killed the command, or it was still running after --yield
+  0        the command is still running, but its output matched --wait-for or it
+           waits for input
   130/143  ptyhub exec itself got SIGINT/SIGTERM (the command is killed)
   2        bad flags or arguments (one line on stderr)
   1        ptyhub failed
@@ -88,6 +90,8 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	profile := fs.String("profile", "", "environment `profile`: agent (TERM=xterm-256color, NO_COLOR=1, pagers off; the default) or plain")
 	jsonOut := fs.Bool("json", false, "print the result as one JSON object (exec_command's structuredContent) instead of text")
 	verbose := fs.Bool("verbose", false, "log what ptyhub does to stderr")
+	embedded := fs.Bool("embedded", false, "run the session inside this process (killed when ptyhub exec returns) instead of the ptyhub server")
+	socket := socketFlag(fs)
 	if code, done := fs.parse(args, stdout, stderr); done {
 		return code
 	}
@@ -138,21 +142,37 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	mgr, err := session.NewManager(session.Options{Logger: log})
-	if err != nil {
-		fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
-		return exitError
-	}
-	client := mgr.NewClient("exec")
-	// The manager (and every process it started) ends with this command.
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		client.Close(cctx, false)
-		if err := mgr.Close(cctx); err != nil {
-			log.Warn("closing the session manager", "error", err)
+	var client session.Service
+	if *embedded {
+		mgr, err := session.NewManager(session.Options{Logger: log})
+		if err != nil {
+			fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
+			return exitError
 		}
-	}()
+		c := mgr.NewClient("exec")
+		client = c
+		// The manager (and every process it started) ends with this command.
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c.Close(cctx, false)
+			if err := mgr.Close(cctx); err != nil {
+				log.Warn("closing the session manager", "error", err)
+			}
+		}()
+	} else {
+		c, err := dial(ctx, *socket, "exec", false)
+		if err != nil {
+			fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
+			return exitError
+		}
+		client = c
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			c.Close(cctx, true)
+		}()
+	}
 
 	res, err := client.Exec(ctx, req)
 	if err != nil {
@@ -183,7 +203,20 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	}
 
 	status := exitStatus(res)
-	if res.State == session.StateRunning {
+	_, interrupted := signalOf(ctx)
+	if res.State == session.StateRunning && !*embedded && !interrupted {
+		why := "is still running"
+		switch res.ReturnedBecause {
+		case session.BecauseDeadline:
+			why = fmt.Sprintf("is still running after --yield %s", y)
+		case session.BecauseWaitingForInput:
+			why = "is waiting for input"
+		case session.BecausePattern:
+			why = "matched --wait-for and is still running"
+		}
+		fmt.Fprintf(stderr, "ptyhub exec: session %s %s: 'ptyhub attach %s' to take over, 'ptyhub kill %s' to stop it\n",
+			res.SessionID, why, res.SessionID, res.SessionID)
+	} else if res.State == session.StateRunning {
 		kctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, kerr := client.Kill(kctx, session.KillRequest{SessionID: res.SessionID})
 		cancel()
@@ -196,10 +229,13 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		case session.BecausePattern:
 			why = "matched --wait-for and was still running"
 		}
+		if interrupted {
+			why = "was interrupted"
+		}
 		if kerr != nil {
 			fmt.Fprintf(stderr, "ptyhub exec: session %s %s; killing it failed: %s\n", res.SessionID, why, oneLine(kerr.Error()))
-		} else {
-			fmt.Fprintf(stderr, "ptyhub exec: session %s %s; killed it (ptyhub exec cannot leave it running in this version)\n", res.SessionID, why)
+		} else if !interrupted {
+			fmt.Fprintf(stderr, "ptyhub exec: session %s %s; killed it (--embedded)\n", res.SessionID, why)
 		}
 	}
 	if sig, ok := signalOf(ctx); ok {
@@ -213,10 +249,10 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 func exitStatus(r *session.Result) int {
 	switch {
 	case r.State == session.StateRunning:
-		if r.ReturnedBecause == session.BecausePattern {
-			return 0
+		if r.ReturnedBecause == session.BecauseDeadline || r.ReturnedBecause == session.BecauseCancelled {
+			return 124
 		}
-		return 124
+		return 0
 	case r.TimedOut:
 		return 124
 	case r.Signal != "":

@@ -2,7 +2,10 @@
 // MCP) and for humans.
 //
 //	ptyhub exec -- CMD...     run a command, print what an agent would get
+//	ptyhub ls                 list the sessions of the per-user server
+//	ptyhub attach ID          watch and type into a session (detach: ctrl-])
 //	ptyhub mcp                serve the MCP tools on stdin/stdout
+//	ptyhub serve              run the per-user server in the foreground
 //	ptyhub version
 //
 // Run `ptyhub help` or `ptyhub COMMAND --help` for details.
@@ -18,6 +21,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -25,7 +29,13 @@ import (
 )
 
 func main() {
-	ctx, stop := signalContext()
+	stopOn := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		// The server survives the hangup of the terminal it was started from
+		// (EDGE-CASES 31); SIGHUP is still caught, so sessions get the default disposition.
+		stopOn = []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT}
+	}
+	ctx, stop := signalContext(stopOn...)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -39,8 +49,8 @@ func (e *signalError) Error() string { return "received " + signalName(e.sig) }
 // exitCode is the conventional status of a process ended by a signal.
 func (e *signalError) exitCode() int { return 128 + int(e.sig) }
 
-// signalContext returns a context cancelled, with a *signalError cause, at the first
-// SIGINT, SIGTERM, SIGHUP or SIGQUIT.
+// signalContext returns a context cancelled, with a *signalError cause, at the first of
+// the stopOn signals (ptyhub serve leaves SIGHUP out).
 //
 // Catching these signals (and SIGPIPE) also matters for children: a caught signal is reset
 // to its default disposition in a child, where an inherited SIG_IGN (ptyhub started with &
@@ -49,7 +59,7 @@ func (e *signalError) exitCode() int { return 128 + int(e.sig) }
 // instead of killing the process without cleanup (EDGE-CASES 29); the write error then
 // ends the MCP connection like the end of stdin does. SIGPIPE does not cancel the context:
 // it may come from a write to a session's pipe, which is no reason to stop.
-func signalContext() (context.Context, func()) {
+func signalContext(stopOn ...syscall.Signal) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	ch := make(chan os.Signal, 8)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
@@ -59,7 +69,7 @@ func signalContext() (context.Context, func()) {
 		for {
 			select {
 			case s := <-ch:
-				if sig, ok := s.(syscall.Signal); ok && sig != syscall.SIGPIPE {
+				if sig, ok := s.(syscall.Signal); ok && slices.Contains(stopOn, sig) {
 					cancel(&signalError{sig})
 				}
 			case <-done:
@@ -93,16 +103,20 @@ var commands []command
 func init() {
 	commands = []command{
 		{"exec", "run a command on a pseudo-terminal and print what an agent would get", runExec},
+		{"write", "type into a session, then print its new output", runWrite},
+		{"read", "print a session's output (-f to follow)", runRead},
+		{"ls", "list the sessions", runLs},
+		{"attach", "attach your terminal to a session (detach with ctrl-])", runAttach},
+		{"kill", "end a session's processes, or send one signal", runKill},
+		{"rm", "end a session and forget it", runRm},
+		{"logs", "print everything a session printed (-f to follow)", runLogs},
+		{"screen", "print a session's current screen", runScreen},
+		{"serve", "run the per-user server in the foreground", runServe},
 		{"mcp", "serve the MCP tools (exec_command, write_stdin, ...) on stdin and stdout", runMCP},
 		{"version", "print the version", runVersion},
 		{"help", "show help for ptyhub or one command", runHelp},
 	}
 }
-
-// notYet are commands of the product that need the per-user server, which this version
-// does not have yet.
-var notYet = map[string]bool{"serve": true, "write": true, "read": true, "ls": true, "attach": true,
-	"kill": true, "rm": true, "logs": true, "screen": true}
 
 // run is the whole program behind main, testable: it parses args (without the program
 // name) and returns the exit status.
@@ -123,10 +137,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if c.name == name {
 			return c.run(ctx, args[1:], stdin, stdout, stderr)
 		}
-	}
-	if notYet[name] {
-		fmt.Fprintf(stderr, "ptyhub: %q needs the ptyhub server, which this version does not have yet; see 'ptyhub help'\n", name)
-		return exitUsage
 	}
 	if strings.HasPrefix(name, "-") {
 		fmt.Fprintf(stderr, "ptyhub: unknown flag %q: flags go after the command; see 'ptyhub help'\n", name)
@@ -152,7 +162,12 @@ Commands:
 Examples:
   ptyhub exec -- ls -l                 run a program (no shell)
   ptyhub exec -c 'make test | tail'    run a shell command line
+  ptyhub exec -- bash                  start a shell that stays in 'ptyhub ls'
+  ptyhub attach 1                      take its keyboard; ctrl-] detaches
   claude mcp add ptyhub -- ptyhub mcp  let Claude Code start the MCP server
+
+Every command except 'mcp --embedded' and 'exec --embedded' talks to the per-user
+ptyhub server (started on first use; --socket or PTYHUB_SOCKET selects another one).
 
 Run 'ptyhub COMMAND --help' for the flags of a command.
 `)

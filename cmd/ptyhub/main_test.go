@@ -41,9 +41,26 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	// Every ptyhub the tests start talks to a private server, never the user's.
+	sock := filepath.Join(dir, "run", "server.sock")
+	os.Setenv("PTYHUB_SOCKET", sock)
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	code := m.Run()
+	stopServer(sock)
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// stopServer ends the test server (its pid is in the lock file) and waits for it.
+func stopServer(sock string) {
+	b, _ := os.ReadFile(sock + ".lock")
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid <= 0 || syscall.Kill(pid, syscall.SIGTERM) != nil {
+		return
+	}
+	for i := 0; i < 1000 && syscall.Kill(pid, 0) == nil && !zombie(pid); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 type runResult struct {
@@ -91,7 +108,12 @@ func TestUsage(t *testing.T) {
 		{args: []string{"version", "x"}, code: 2, stderr: "takes no arguments", oneLineErr: true},
 		{args: []string{"nope"}, code: 2, stderr: `unknown command "nope"`, oneLineErr: true},
 		{args: []string{"--nope"}, code: 2, stderr: `unknown flag "--nope"`, oneLineErr: true},
-		{args: []string{"attach", "1"}, code: 2, stderr: "needs the ptyhub server", oneLineErr: true},
+		{args: []string{"attach"}, code: 2, stderr: "give one session ID", oneLineErr: true},
+		{args: []string{"attach", "999999"}, code: 1, stderr: "no such session", oneLineErr: true},
+		{args: []string{"write", "999999", "x"}, code: 1, stderr: "no such session", oneLineErr: true},
+		{args: []string{"kill", "--help"}, code: 0, stdout: "ptyhub kill ID"},
+		{args: []string{"ls", "x"}, code: 2, stderr: "takes no arguments", oneLineErr: true},
+		{args: []string{"serve", "--help"}, code: 0, stdout: "ptyhub serve"},
 		{args: []string{"exec", "--help"}, code: 0, stdout: "ptyhub exec [flags] -c 'SHELL COMMAND LINE'"},
 		{args: []string{"exec", "-h"}, code: 0, stdout: "--wait-for regexp"},
 		{args: []string{"exec", "--bogus"}, code: 2, stderr: "flag provided but not defined: -bogus", oneLineErr: true},
@@ -155,9 +177,11 @@ func TestExec(t *testing.T) {
 		{"missing cwd", []string{"exec", "--cwd", "/nonexistent/dir", "--", "true"}, 2, nil, "/nonexistent/dir"},
 		{"bad regexp", []string{"exec", "--wait-for", "(", "--", "true"}, 2, nil, "ptyhub exec: "},
 		{"deadline", []string{"exec", "--yield", "1s", "-c", "echo started; sleep 30"}, 124,
-			[]string{"Process running with session ID", "started"}, "still running after --yield 1s; killed it"},
+			[]string{"Process running with session ID", "started"}, "still running after --yield 1s: 'ptyhub attach"},
 		{"wait-for", []string{"exec", "--wait-for", "READY", "-c", "echo READY; sleep 30"}, 0,
 			[]string{"READY"}, "matched --wait-for"},
+		{"embedded deadline", []string{"exec", "--embedded", "--yield", "1s", "-c", "echo started; sleep 30"}, 124,
+			[]string{"Process running with session ID", "started"}, "still running after --yield 1s; killed it (--embedded)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 )
 
 const mcpHelp = `Usage:
-  ptyhub mcp [--embedded] [--keep] [--verbose]
+  ptyhub mcp [--embedded] [--keep] [--socket PATH] [--verbose]
 
 Serves ptyhub's MCP tools (exec_command, write_stdin, read_output, list_sessions,
 kill_session, resize_session) on stdin and stdout, for a coding agent that starts it:
@@ -22,16 +22,19 @@ kill_session, resize_session) on stdin and stdout, for a coding agent that start
 
 stdout carries only MCP messages; logs go to stderr. ptyhub mcp exits when stdin ends
 (the client went away) or on SIGTERM, SIGINT, SIGHUP or SIGQUIT, and then ends every
-session it started, with all their processes.
+session it started, with all their processes (with --keep they stay for a human to find
+with 'ptyhub ls').
 
-This version always runs its sessions inside the ptyhub mcp process (--embedded); a later
-version will use the per-user ptyhub server when --embedded is not given.
+The sessions live in the per-user ptyhub server (started when none runs), so a human
+sees them with 'ptyhub ls' and can 'ptyhub attach' to type a password or answer a
+prompt. --embedded runs them inside the ptyhub mcp process instead, invisible to the CLI.
 `
 
 func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("mcp", mcpHelp)
-	fs.Bool("embedded", false, "run sessions inside this process (the only mode in this version)")
-	keep := fs.Bool("keep", false, "leave sessions running when the client goes away (needs the ptyhub server; no effect with --embedded)")
+	embedded := fs.Bool("embedded", false, "run sessions inside this process instead of the ptyhub server")
+	keep := fs.Bool("keep", false, "leave sessions running in the server when the client goes away (no effect with --embedded)")
+	socket := socketFlag(fs)
 	verbose := fs.Bool("verbose", false, "log each tool error and lifecycle event to stderr")
 	if code, done := fs.parse(args, stdout, stderr); done {
 		return code
@@ -44,6 +47,9 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if !*embedded {
+		return runMCPClient(ctx, *socket, *keep, stdin, stdout, stderr, log)
+	}
 	if *keep {
 		log.Warn("--keep has no effect with the embedded manager: sessions end with this process")
 	}
@@ -73,6 +79,39 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	if cerr := mgr.Close(cctx); cerr != nil {
 		log.Warn("closing the session manager", "error", cerr)
+	}
+	if sig, ok := signalOf(ctx); ok {
+		return sig.exitCode()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
+		return exitError
+	}
+	return 0
+}
+
+// runMCPClient serves MCP with the sessions in the per-user server. This connection owns
+// the sessions it starts: they end when ptyhub mcp exits, unless keep.
+func runMCPClient(ctx context.Context, socket string, keep bool, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) int {
+	client, err := dial(ctx, socket, "mcp", true)
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
+		return exitError
+	}
+	log.Debug("serving MCP on stdio", "server_pid", client.ServerPID())
+	err = mcpserver.Run(ctx, client, stdin, stdout, mcpserver.Options{Version: version(), Logger: log})
+	why := "stdin closed"
+	if sig, ok := signalOf(ctx); ok {
+		why = signalName(sig.sig)
+	} else if err != nil {
+		why = err.Error()
+	}
+	log.Debug("shutting down", "reason", why)
+	// The server ends this connection's sessions (unless keep) before answering.
+	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if cerr := client.Close(cctx, keep); cerr != nil {
+		log.Warn("closing the server connection", "error", cerr)
 	}
 	if sig, ok := signalOf(ctx); ok {
 		return sig.exitCode()

@@ -1,0 +1,131 @@
+package ptyhub_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	osexec "os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ptyhub/ptyhub/pty"
+	"github.com/ptyhub/ptyhub/session"
+)
+
+// Benchmarks of the waiting-for-input return (SPEC §7), each against a floor measured in
+// the same run, sample by sample: floor-ms and ptyhub-ms are medians, over-ms their
+// difference.
+
+func wBenchMedian(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func wBenchReport(b *testing.B, floor, prod []time.Duration) {
+	f, p := wBenchMedian(floor), wBenchMedian(prod)
+	b.ReportMetric(float64(f.Microseconds())/1000, "floor-ms")
+	b.ReportMetric(float64(p.Microseconds())/1000, "ptyhub-ms")
+	b.ReportMetric(float64((p-f).Microseconds())/1000, "over-ms")
+}
+
+func wBenchClient(b *testing.B) *session.Client {
+	m, err := session.NewManager(session.Options{MaxSessions: 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close(context.Background()) })
+	return m.NewClient("bench-wait")
+}
+
+// wBarePython starts python3 -q on a bare pty; read returns once want was read.
+func wBarePython(b *testing.B) (m *pty.Master, read func(want string), stop func()) {
+	m, slave, err := pty.Open(24, 80)
+	if err != nil {
+		b.Fatal(err)
+	}
+	py := osexec.Command("python3", "-q")
+	py.Env = append(os.Environ(), "TERM=xterm-256color", "NO_COLOR=1")
+	py.Stdin, py.Stdout, py.Stderr = slave, slave, slave
+	py.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := py.Start(); err != nil {
+		b.Fatal(err)
+	}
+	slave.Close()
+	buf := make([]byte, 4096)
+	read = func(want string) {
+		var acc []byte
+		for !bytes.Contains(acc, []byte(want)) {
+			n, err := m.Read(buf)
+			if err != nil {
+				b.Fatal(err)
+			}
+			acc = append(acc, buf[:n]...)
+		}
+	}
+	stop = func() { m.Close(); py.Process.Kill(); py.Wait() }
+	return m, read, stop
+}
+
+// BenchmarkWaitREPLTurn: write_stdin "1+1\n" to python3 -q with no wait_for, returning
+// because python waits for input again, against the same turn on a bare pty (write, read
+// until "2\r\n>>> ").
+func BenchmarkWaitREPLTurn(b *testing.B) {
+	if _, err := osexec.LookPath("python3"); err != nil {
+		b.Skip("python3 not installed")
+	}
+	m, read, stop := wBarePython(b)
+	defer stop()
+	read(">>> ")
+	c := wBenchClient(b)
+	ctx := context.Background()
+	r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"python3", "-q"}})
+	if err != nil || r.ReturnedBecause != session.BecauseWaitingForInput {
+		b.Fatalf("python3 did not prompt: %v %+v", err, r)
+	}
+	id := r.SessionID
+	yield := int64(10_000)
+	var floor, prod []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		m.Write([]byte("1+1\n"))
+		read("2\r\n>>> ")
+		floor = append(floor, time.Since(t0))
+		t0 = time.Now()
+		r, err := c.Write(ctx, session.WriteRequest{SessionID: id, Chars: "1+1\n", YieldTimeMs: &yield})
+		prod = append(prod, time.Since(t0))
+		if err != nil || r.ReturnedBecause != session.BecauseWaitingForInput || !strings.Contains(r.Output, "2\n>>> ") {
+			b.Fatalf("turn %d: %v %s %q", len(prod), err, r.ReturnedBecause, r.Output)
+		}
+	}
+	wBenchReport(b, floor, prod)
+}
+
+// BenchmarkWaitExecPython: exec_command of python3 -q returning at its first prompt,
+// against the time until that prompt is read on a bare pty.
+func BenchmarkWaitExecPython(b *testing.B) {
+	if _, err := osexec.LookPath("python3"); err != nil {
+		b.Skip("python3 not installed")
+	}
+	c := wBenchClient(b)
+	ctx := context.Background()
+	var floor, prod []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		_, read, stop := wBarePython(b)
+		read(">>> ")
+		floor = append(floor, time.Since(t0))
+		stop()
+		t0 = time.Now()
+		r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"python3", "-q"}})
+		prod = append(prod, time.Since(t0))
+		if err != nil || r.ReturnedBecause != session.BecauseWaitingForInput || !strings.HasSuffix(r.Output, ">>> ") {
+			b.Fatalf("exec: %v %+v", err, r)
+		}
+		c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
+	}
+	wBenchReport(b, floor, prod)
+}

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/ptyhub/ptyhub/server"
+)
+
+const attachHelp = `Usage:
+  ptyhub attach ID [--read-only] [--detach-keys ctrl-]]
+
+Attaches your terminal to session ID, as tmux attach does: the recent screen is
+repainted, then you see the live output and your keys go to the program. The session's
+window follows your terminal's size (the latest attached terminal wins) unless
+--read-only. Several terminals may attach at once; a --read-only one never types.
+
+Detach with ctrl-] (the session keeps running); press it twice quickly to send a
+literal ctrl-] to the program. --detach-keys takes Docker's syntax, e.g. ctrl-p,ctrl-q.
+On detach, when the session ends, and when ptyhub attach is killed (SIGTERM, SIGHUP) your
+terminal is restored: cooked mode, main screen, cursor visible, mouse reporting off.
+`
+
+// Timeouts of the detach-key filter: how long a lone single-key prefix waits for a second
+// press (which sends it literally) before it detaches, and how long a partial multi-key
+// sequence is held back before it is typed after all.
+const (
+	literalWait = 300 * time.Millisecond
+	partialWait = time.Second
+)
+
+// modeResets turn off what a program may have left on in the user's terminal (EDGE-CASES
+// 72): mouse reporting, bracketed paste, application cursor and keypad, attributes, and
+// show the cursor. Leaving the alternate screen is added when the output entered it.
+const modeResets = "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[?1l\x1b>\x1b[0m\x1b[?25h"
+
+func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("attach", attachHelp)
+	readOnly := fs.Bool("read-only", false, "watch without typing or resizing")
+	keysSpec := fs.String("detach-keys", "ctrl-]", "`keys` that detach, in Docker's syntax (ctrl-p,ctrl-q)")
+	socket := socketFlag(fs)
+	pos, code, done := fs.parseMixed(args, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(stderr, "attach", "give one session ID")
+	}
+	keys, err := parseDetachKeys(*keysSpec)
+	if err != nil {
+		return usageError(stderr, "attach", err.Error())
+	}
+	fd := int(os.Stdin.Fd())
+	tty := term.IsTerminal(fd)
+	var rows, cols int
+	if tty {
+		if w, h, err := term.GetSize(fd); err == nil {
+			rows, cols = h, w
+		}
+	}
+	a, err := server.DialAttach(ctx, server.DialOptions{Socket: *socket, AutoStart: true, Name: "attach"},
+		server.AttachOptions{Session: pos[0], ReadOnly: *readOnly, Rows: rows, Cols: cols})
+	if err != nil {
+		return fail(stderr, "attach", err)
+	}
+	id := a.Welcome.SessionID
+
+	// The user's terminal: raw mode, restored once on every way out (EDGE-CASES 70).
+	var outMu sync.Mutex // serialises writes to stdout
+	inAlt := false       // the output entered the alternate screen (guarded by outMu)
+	var oldState *term.State
+	if tty {
+		if oldState, err = term.MakeRaw(fd); err != nil {
+			a.Close()
+			return fail(stderr, "attach", fmt.Errorf("raw mode: %w", err))
+		}
+	}
+	restore := sync.OnceFunc(func() {
+		if !tty {
+			return
+		}
+		term.Restore(fd, oldState)
+		resets := modeResets
+		if inAlt {
+			resets = "\x1b[?1049l" + resets
+		}
+		io.WriteString(stdout, resets)
+	})
+	defer restore()
+
+	type ending struct {
+		msg  string
+		code int
+	}
+	end := make(chan ending, 3)
+
+	// The output pump: owned by runAttach, ends when the connection ends (a.Close below).
+	pumpDone := make(chan struct{})
+	go func() {
+		defer close(pumpDone)
+		for {
+			data, ended, exit, err := a.Recv()
+			if err != nil {
+				end <- ending{fmt.Sprintf("the connection to the ptyhub server ended: %v", err), exitError}
+				return
+			}
+			outMu.Lock()
+			inAlt = altScreen(data, inAlt)
+			stdout.Write(data)
+			outMu.Unlock()
+			if ended {
+				end <- ending{fmt.Sprintf("session %s %s", id, exit), 0}
+				return
+			}
+		}
+	}()
+
+	// The keyboard: a non-blocking reopen of the terminal, so closing it ends the reader
+	// at once, with no stray reader stealing the next keystroke (EDGE-CASES 75).
+	var in *os.File
+	if tty {
+		in, err = os.OpenFile("/proc/self/fd/0", os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+		if err != nil {
+			in = nil
+		}
+	}
+	if in != nil {
+		// The keyboard reader: owned by runAttach, ends when in is closed.
+		go func() {
+			f := detachFilter{seq: keys}
+			buf := make([]byte, 4096)
+			for {
+				if f.holding() {
+					in.SetReadDeadline(time.Now().Add(f.wait()))
+				} else {
+					in.SetReadDeadline(time.Time{})
+				}
+				n, err := in.Read(buf)
+				var out []byte
+				var detach bool
+				if n > 0 {
+					out, detach = f.feed(buf[:n])
+				} else if errors.Is(err, os.ErrDeadlineExceeded) {
+					out, detach = f.timeout()
+					err = nil
+				}
+				if len(out) > 0 && !*readOnly {
+					a.Input(out)
+				}
+				if detach {
+					end <- ending{fmt.Sprintf("detached from session %s", id), 0}
+					return
+				}
+				if err != nil {
+					if !errors.Is(err, os.ErrClosed) {
+						end <- ending{"the terminal closed", 0}
+					}
+					return
+				}
+			}
+		}()
+	}
+
+	// Window size changes: the watcher is owned by runAttach and stops with stop.
+	stop := make(chan struct{})
+	winch := make(chan os.Signal, 1)
+	if tty && !*readOnly {
+		signal.Notify(winch, syscall.SIGWINCH)
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-winch:
+					if w, h, err := term.GetSize(fd); err == nil {
+						a.Resize(h, w)
+					}
+				}
+			}
+		}()
+	}
+
+	var e ending
+	select {
+	case e = <-end:
+	case <-ctx.Done():
+		e = ending{"interrupted", 0}
+		if sig, ok := signalOf(ctx); ok {
+			e = ending{"interrupted by " + signalName(sig.sig), sig.exitCode()}
+		}
+	}
+	signal.Stop(winch)
+	close(stop)
+	if in != nil {
+		in.Close()
+	}
+	a.Close()
+	select {
+	case <-pumpDone:
+	case <-time.After(time.Second): // stdout blocked: restore anyway
+	}
+	outMu.Lock()
+	restore()
+	outMu.Unlock()
+	fmt.Fprintf(stderr, "\r\n[ptyhub: %s]\r\n", e.msg)
+	return e.code
+}
+
+// altScreen reports whether the terminal is in the alternate screen after data, given
+// that it was (alt) before.
+func altScreen(data []byte, alt bool) bool {
+	on, off := -1, -1
+	for _, s := range []string{"\x1b[?1049h", "\x1b[?1047h", "\x1b[?47h"} {
+		on = max(on, bytes.LastIndex(data, []byte(s)))
+	}
+	for _, s := range []string{"\x1b[?1049l", "\x1b[?1047l", "\x1b[?47l"} {
+		off = max(off, bytes.LastIndex(data, []byte(s)))
+	}
+	if on < 0 && off < 0 {
+		return alt
+	}
+	return on > off
+}
+
+// parseDetachKeys parses Docker's key syntax: comma-separated keys, each a single
+// character or ctrl-X (X a letter or one of @[\]^_).
+func parseDetachKeys(spec string) ([]byte, error) {
+	var out []byte
+	for _, k := range strings.Split(spec, ",") {
+		k = strings.TrimSpace(k)
+		low := strings.ToLower(k)
+		switch {
+		case len(k) == 1:
+			out = append(out, k[0])
+		case strings.HasPrefix(low, "ctrl-") && len(k) == 6:
+			c := low[5]
+			switch {
+			case c >= 'a' && c <= 'z':
+				out = append(out, c-'a'+1)
+			case c == '@':
+				out = append(out, 0)
+			case c >= '[' && c <= '_':
+				out = append(out, c-'['+27)
+			default:
+				return nil, fmt.Errorf("--detach-keys: unknown key %q", k)
+			}
+		default:
+			return nil, fmt.Errorf("--detach-keys: unknown key %q (want e.g. ctrl-p,ctrl-q or ctrl-])", k)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--detach-keys: no keys")
+	}
+	return out, nil
+}
+
+// detachFilter finds the detach sequence in typed input, across reads. A single-key
+// sequence is a prefix: pressed twice it is typed literally; pressed once (nothing else
+// within literalWait) it detaches. A multi-key sequence works as Docker's: held back
+// while it matches, typed after all at the first byte that does not (or after
+// partialWait), detaching when complete.
+type detachFilter struct {
+	seq   []byte
+	m     int  // bytes of seq matched and held (multi-key)
+	armed bool // the single key was pressed once
+}
+
+func (f *detachFilter) holding() bool { return f.armed || f.m > 0 }
+
+func (f *detachFilter) wait() time.Duration {
+	if f.armed {
+		return literalWait
+	}
+	return partialWait
+}
+
+// feed filters p: out is what to type; detach says the sequence completed (the rest of p
+// is dropped).
+func (f *detachFilter) feed(p []byte) (out []byte, detach bool) {
+	for _, b := range p {
+		if len(f.seq) == 1 {
+			if f.armed {
+				f.armed = false
+				if b == f.seq[0] {
+					out = append(out, b)
+					continue
+				}
+				return out, true
+			}
+			if b == f.seq[0] {
+				f.armed = true
+				continue
+			}
+			out = append(out, b)
+			continue
+		}
+		if b == f.seq[f.m] {
+			if f.m++; f.m == len(f.seq) {
+				f.m = 0
+				return out, true
+			}
+			continue
+		}
+		if f.m > 0 {
+			out = append(out, f.seq[:f.m]...)
+			f.m = 0
+			if b == f.seq[0] {
+				f.m = 1
+				continue
+			}
+		}
+		out = append(out, b)
+	}
+	return out, false
+}
+
+// timeout is called when nothing was typed for wait() while holding.
+func (f *detachFilter) timeout() (out []byte, detach bool) {
+	if f.armed {
+		f.armed = false
+		return nil, true
+	}
+	out = append(out, f.seq[:f.m]...)
+	f.m = 0
+	return out, false
+}

@@ -1,0 +1,407 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ptyhub/ptyhub/server"
+	"github.com/ptyhub/ptyhub/session"
+	"github.com/ptyhub/ptyhub/termtext"
+)
+
+// parseMixed parses flags that may come before or after the positional arguments
+// (ptyhub write 3 --key Enter); "--" ends the flags.
+func (fs *flagSet) parseMixed(args []string, stdout, stderr io.Writer) (pos []string, code int, done bool) {
+	for {
+		if code, done := fs.parse(args, stdout, stderr); done {
+			return nil, code, true
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, 0, false
+		}
+		if len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), 0, false
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// fail prints err as one line and returns the exit status for it.
+func fail(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "ptyhub %s: %s\n", cmd, oneLine(err.Error()))
+	if errors.Is(err, session.ErrInvalid) {
+		return exitUsage
+	}
+	return exitError
+}
+
+// printJSON prints v as one line of JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// printText prints s, ending it with a newline.
+func printText(w io.Writer, s string) {
+	if !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	io.WriteString(w, s)
+}
+
+// withClient dials the server and runs f with it.
+func withClient(ctx context.Context, socket, cmd string, stderr io.Writer, f func(*server.Client) int) int {
+	c, err := dial(ctx, socket, cmd, false)
+	if err != nil {
+		return fail(stderr, cmd, err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c.Close(cctx, true)
+	}()
+	return f(c)
+}
+
+// keysFlag collects repeated --key.
+type keysFlag []string
+
+func (k *keysFlag) String() string     { return strings.Join(*k, ",") }
+func (k *keysFlag) Set(v string) error { *k = append(*k, v); return nil }
+
+const writeHelp = `Usage:
+  ptyhub write ID [TEXT] [--key KEY]... [--close-stdin] [--yield 250ms] [--json]
+
+Types TEXT (as is: add \n yourself, or --key Enter) and then the named keys into session
+ID (its number, UUID or a unique UUID prefix), then prints what the program printed
+since the agent's last call, as the write_stdin tool does. Keys are tmux-style names:
+Enter, Tab, Escape, Up, C-c, C-d, M-x, F1... Without TEXT and keys it just polls.
+`
+
+func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("write", writeHelp)
+	var keys keysFlag
+	fs.Var(&keys, "key", "a `key` to type after TEXT, e.g. Enter or C-c (repeatable)")
+	closeStdin := fs.Bool("close-stdin", false, "send end-of-file after the input")
+	yield := fs.Duration("yield", time.Duration(session.DefaultWriteYieldMs)*time.Millisecond, "how long to collect output (max 10m)")
+	maxTokens := fs.Int64("max-tokens", 10_000, "token `budget` of the printed output")
+	waitFor := fs.String("wait-for", "", "return as soon as the output matches this `regexp`")
+	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
+	socket := socketFlag(fs)
+	pos, code, done := fs.parseMixed(args, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(pos) == 0 || len(pos) > 2 {
+		return usageError(stderr, "write", "give a session ID and at most one TEXT")
+	}
+	req := session.WriteRequest{SessionID: pos[0], Keys: keys, CloseStdin: *closeStdin,
+		MaxOutputTokens: maxTokens, WaitFor: *waitFor}
+	if len(pos) == 2 {
+		req.Chars = pos[1]
+	}
+	yms := yield.Milliseconds()
+	req.YieldTimeMs = &yms
+	return withClient(ctx, *socket, "write", stderr, func(c *server.Client) int {
+		res, err := c.Write(ctx, req)
+		if err != nil {
+			return fail(stderr, "write", err)
+		}
+		if *jsonOut {
+			printJSON(stdout, res)
+		} else {
+			printText(stdout, res.Text())
+		}
+		return 0
+	})
+}
+
+const readHelp = `Usage:
+  ptyhub read ID [--raw|--screen] [--tail N] [--from OFFSET] [-f]
+
+Prints the output session ID has kept in memory (escape sequences removed; --raw for the
+bytes as printed), without moving the agent's cursor. -f follows the output as it comes,
+until the session ends or you press Ctrl-C.
+`
+
+func runRead(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("read", readHelp)
+	raw := fs.Bool("raw", false, "print the bytes as printed, escape sequences included")
+	screen := fs.Bool("screen", false, "print the current screen")
+	tail := fs.Int("tail", 0, "print only the last `N` lines")
+	from := fs.Int64("from", -1, "raw byte `offset` to read from")
+	follow := fs.Bool("f", false, "follow: keep printing new output until the session ends")
+	socket := socketFlag(fs)
+	pos, code, done := fs.parseMixed(args, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(stderr, "read", "give one session ID")
+	}
+	if *screen {
+		return screenOf(ctx, *socket, "read", pos[0], stdout, stderr)
+	}
+	return readOutput(ctx, "read", *socket, pos[0], *raw, *tail, *from, *follow, stdout, stderr)
+}
+
+// readOutput prints a session's output (text or raw), and follows it when asked.
+func readOutput(ctx context.Context, cmd, socket, id string, raw bool, tail int, from int64, follow bool, stdout, stderr io.Writer) int {
+	req := session.ReadRequest{SessionID: id, TailLines: tail, View: "text"}
+	if raw {
+		req.View = "raw"
+	}
+	if from >= 0 {
+		req.From = &from
+	}
+	big := int64(250_000) // the largest budget: a human reads everything held
+	req.MaxOutputTokens = &big
+	var next int64
+	var text string
+	code := withClient(ctx, socket, cmd, stderr, func(c *server.Client) int {
+		res, err := c.Read(ctx, req)
+		if err != nil {
+			return fail(stderr, cmd, err)
+		}
+		text, next = res.Output, res.NextOffset
+		for _, w := range res.Warnings {
+			fmt.Fprintf(stderr, "ptyhub %s: %s\n", cmd, w)
+		}
+		return 0
+	})
+	if code != 0 {
+		return code
+	}
+	io.WriteString(stdout, text)
+	if !follow {
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			io.WriteString(stdout, "\n")
+		}
+		return 0
+	}
+	a, err := server.DialAttach(ctx, server.DialOptions{Socket: socket, AutoStart: false, Name: cmd},
+		server.AttachOptions{Session: id, Watch: true, From: &next})
+	if err != nil {
+		return fail(stderr, cmd, err)
+	}
+	// The closer: owned by this function; stops when it returns (stop is closed).
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-ctx.Done():
+			a.Close()
+		case <-stop:
+			a.Close()
+		}
+	}()
+	var conv termtext.Converter
+	var buf []byte
+	for {
+		data, ended, exit, err := a.Recv()
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0
+			}
+			return fail(stderr, cmd, fmt.Errorf("%w: %v", server.ErrConnLost, err))
+		}
+		if raw {
+			stdout.Write(data)
+		} else {
+			buf = conv.Write(buf[:0], data)
+			if ended {
+				buf = conv.Close(buf)
+			}
+			stdout.Write(buf)
+		}
+		if ended {
+			if exit != "" {
+				fmt.Fprintf(stderr, "ptyhub %s: session %s %s\n", cmd, a.Welcome.SessionID, exit)
+			}
+			return 0
+		}
+	}
+}
+
+const lsHelp = `Usage:
+  ptyhub ls [--json]
+
+Lists the sessions of the ptyhub server: ID, PID, STATE, AGE, CLIENTS (attached
+terminals), COMMAND and the last line of output.
+`
+
+func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("ls", lsHelp)
+	jsonOut := fs.Bool("json", false, "print the list as one JSON object")
+	socket := socketFlag(fs)
+	if code, done := fs.parse(args, stdout, stderr); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, "ls", "takes no arguments")
+	}
+	return withClient(ctx, *socket, "ls", stderr, func(c *server.Client) int {
+		res, err := c.List(ctx)
+		if err != nil {
+			return fail(stderr, "ls", err)
+		}
+		if *jsonOut {
+			printJSON(stdout, res)
+			return 0
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tPID\tSTATE\tAGE\tCLIENTS\tCOMMAND\tLAST LINE")
+		for _, s := range res.Sessions {
+			state := s.State
+			if s.State == session.StateExited {
+				switch {
+				case s.TimedOut:
+					state = "timed out"
+				case s.Signal != "":
+					state = s.Signal
+				case s.ExitCode != nil:
+					state = fmt.Sprintf("exited %d", *s.ExitCode)
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\n", s.SessionID, s.PID, state,
+				session.Age(time.Duration(s.AgeMs)*time.Millisecond), s.Clients,
+				clip(s.Command, 40), clip(s.LastLine, 50))
+		}
+		tw.Flush()
+		return 0
+	})
+}
+
+// clip shortens s to n runes, on one line.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+const killHelp = `Usage:
+  ptyhub kill ID [--signal SIG]
+
+Ends every process of session ID (SIGHUP, SIGTERM, then SIGKILL after 2 s), or with
+--signal sends only that signal (INT, TERM, KILL, HUP, QUIT, USR1...; INT goes to the
+foreground process group, like Ctrl-C). The session stays listed; 'ptyhub rm' forgets it.
+`
+
+func runKill(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("kill", killHelp)
+	sig := fs.String("signal", "", "send only this `signal` instead of ending the session")
+	socket := socketFlag(fs)
+	pos, code, done := fs.parseMixed(args, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(stderr, "kill", "give one session ID")
+	}
+	return killOrRemove(ctx, "kill", *socket, session.KillRequest{SessionID: pos[0], Signal: *sig}, stdout, stderr)
+}
+
+const rmHelp = `Usage:
+  ptyhub rm ID
+
+Ends every process of session ID (if it still runs) and forgets it: it leaves 'ptyhub ls'
+and its output is no longer readable.
+`
+
+func runRm(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("rm", rmHelp)
+	socket := socketFlag(fs)
+	pos, code, done := fs.parseMixed(args, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(stderr, "rm", "give one session ID")
+	}
+	return killOrRemove(ctx, "rm", *socket, session.KillRequest{SessionID: pos[0], Remove: true}, stdout, stderr)
+}
+
+func killOrRemove(ctx context.Context, cmd, socket string, req session.KillRequest, stdout, stderr io.Writer) int {
+	return withClient(ctx, socket, cmd, stderr, func(c *server.Client) int {
+		res, err := c.Kill(ctx, req)
+		if err != nil {
+			return fail(stderr, cmd, err)
+		}
+		printText(stdout, res.Text())
+		return 0
+	})
+}
+
+const logsHelp = `Usage:
+  ptyhub logs ID [-f] [--text]
+
+Prints everything session ID printed that the server still holds, as printed (escape
+sequences included, so 'less -R' shows colours); --text removes them. -f keeps printing
+new output until the session ends or you press Ctrl-C.
+`
+
+func runLogs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("logs", logsHelp)
+	follow := fs.Bool("f", false, "follow: keep printing new output until the session ends")
+	text := fs.Bool("text", false, "remove escape sequences")
+	cast := fs.Bool("cast", false, "print the path of the session's asciicast transcript")
+	socket := socketFlag(fs)
+	pos, code, done := fs.parseMixed(args, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(stderr, "logs", "give one session ID")
+	}
+	if *cast {
+		fmt.Fprintln(stderr, "ptyhub logs: --cast: this version keeps no transcripts on disk yet")
+		return exitError
+	}
+	return readOutput(ctx, "logs", *socket, pos[0], !*text, 0, 0, *follow, stdout, stderr)
+}
+
+const screenHelp = `Usage:
+  ptyhub screen ID
+
+Prints the current screen of session ID as a terminal shows it (for full-screen
+programs such as top, vim or less).
+`
+
+func runScreen(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("screen", screenHelp)
+	socket := socketFlag(fs)
+	pos, code, done := fs.parseMixed(args, stdout, stderr)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		return usageError(stderr, "screen", "give one session ID")
+	}
+	return screenOf(ctx, *socket, "screen", pos[0], stdout, stderr)
+}
+
+func screenOf(ctx context.Context, socket, cmd, id string, stdout, stderr io.Writer) int {
+	return withClient(ctx, socket, cmd, stderr, func(c *server.Client) int {
+		res, err := c.Read(ctx, session.ReadRequest{SessionID: id, View: "screen"})
+		if err != nil {
+			return fail(stderr, cmd, err)
+		}
+		if res.Screen != nil {
+			printText(stdout, strings.Join(res.Screen.Rows, "\n"))
+		} else {
+			printText(stdout, res.Output)
+		}
+		return 0
+	})
+}

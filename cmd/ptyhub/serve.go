@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/ptyhub/ptyhub/server"
+	"github.com/ptyhub/ptyhub/session"
+)
+
+const serveHelp = `Usage:
+  ptyhub serve [--socket PATH] [--idle-exit 10m] [--verbose]
+
+Runs the per-user ptyhub server in the foreground. It owns every session and serves the
+CLI and 'ptyhub mcp' on a Unix socket: $PTYHUB_SOCKET, else
+$XDG_RUNTIME_DIR/ptyhub/server.sock, else /tmp/ptyhub-$UID/server.sock (directory 0700,
+socket 0600, only your uid may connect). You rarely need this command: any other command
+starts the server when none is running (detached, logging to
+$XDG_STATE_HOME/ptyhub/server.log).
+
+The server exits after --idle-exit with no client connected and no running session; on
+SIGTERM, SIGINT or SIGQUIT it ends every session with all its processes and removes the
+socket. It ignores the hangup of the terminal it was started from. If it is killed
+(kill -9), its sessions die with it.
+`
+
+// socketFlag adds --socket to fs; the value overrides PTYHUB_SOCKET.
+func socketFlag(fs *flagSet) *string {
+	return fs.String("socket", "", "server socket `path` (default $PTYHUB_SOCKET, else $XDG_RUNTIME_DIR/ptyhub/server.sock)")
+}
+
+// dial connects to the per-user server as a service client, starting it if needed.
+func dial(ctx context.Context, socket, name string, own bool) (*server.Client, error) {
+	return server.Dial(ctx, server.DialOptions{Socket: socket, AutoStart: true, Name: name, Own: own})
+}
+
+func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("serve", serveHelp)
+	socket := socketFlag(fs)
+	idle := fs.Duration("idle-exit", 10*time.Minute, "exit after this `duration` without clients and running sessions (0: never)")
+	verbose := fs.Bool("verbose", false, "log every connection")
+	if code, done := fs.parse(args, stdout, stderr); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, "serve", fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("pid", os.Getpid())
+	mgr, err := session.NewManager(session.Options{Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub serve: %s\n", oneLine(err.Error()))
+		return exitError
+	}
+	srv, err := server.Listen(mgr, server.Options{Socket: *socket, IdleExit: *idle, Logger: log, Version: version()})
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub serve: %s\n", oneLine(err.Error()))
+		if errors.Is(err, server.ErrRunning) {
+			return exitError
+		}
+		return exitError
+	}
+	log.Info("serving", "socket", srv.Path())
+	err = srv.Serve(ctx)
+	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if cerr := mgr.Close(cctx); cerr != nil {
+		log.Warn("closing the session manager", "error", cerr)
+	}
+	if sig, ok := signalOf(ctx); ok {
+		log.Info("stopped", "signal", signalName(sig.sig))
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub serve: %s\n", oneLine(err.Error()))
+		return exitError
+	}
+	return 0
+}

@@ -1,0 +1,341 @@
+package screen
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/ptyhub/ptyhub/broadcast"
+)
+
+// Window bounds of the replay after a skip: rows×cols×8 bytes, clamped.
+const (
+	minWindow = 16 << 10
+	maxWindow = 256 << 10
+)
+
+// window is how many of the most recent bytes a skip replays (at most): eight screens'
+// worth of characters, which repaints every cell of a scrolling screen.
+func window(rows, cols int) int64 {
+	return min(max(int64(rows)*int64(cols)*8, minWindow), maxWindow)
+}
+
+// Model is the screen of one output stream (a broadcast.Hub), rendered on demand.
+//
+// The emulator is never on the producer's path and never runs ahead of need: it is
+// created at the first demand (Snapshot, Repaint, a cursor position query) and then
+// advanced, under the model's lock and in the caller's goroutine, from where it stopped
+// up to the offset the demand needs. The emulator scrolls at only a few MB/s, so when it
+// is more than two windows (see window) behind, or what it needs has left the hub's
+// ring, it skips ahead: a cheap Scanner runs over the skipped bytes to keep the
+// alternate-screen and cursor-visibility modes, and the emulator replays only the tail —
+// from the last full-screen clear in the window if there is one, else from the first
+// line start of the window. A demand therefore costs at most about two windows of
+// emulation (~10 ms at 80×24), however much was printed.
+//
+// When given a reply function, the model also answers terminal queries: one goroutine
+// (owned by the model, stopped by Close or by the end of the stream) follows the hub
+// with its own cursor and Scanner — which keeps up with any flood — and answers each
+// query exactly once, when its last byte arrives; queries split across reads are
+// recognised. A cursor position report advances the emulator to just after the query
+// first, so it reports the real position.
+type Model struct {
+	hub   *broadcast.Hub
+	reply func([]byte)
+	quit  chan struct{}
+	done  chan struct{} // closed when the answerer ended (at once without a reply func)
+	once  sync.Once
+
+	mu         sync.Mutex // guards the fields below; held while the emulator catches up
+	term       *Terminal  // nil until first needed and after the end
+	buf        []byte
+	off        int64   // the emulator has consumed the stream up to off
+	ms         Scanner // mode tracker; has scanned the stream up to msOff (>= off)
+	msOff      int64
+	lastLF     int64    // offset just after the last '\n' the mode scanner saw
+	rows, cols int      // the emulator's size (the size at off)
+	resizes    []resize // size changes at offsets beyond off, in order
+	closed     bool
+	final      *Snapshot // after Close: the last screen
+	finalPaint []byte
+}
+
+type resize struct {
+	off        int64
+	rows, cols int
+}
+
+// Follow returns the model of h's stream for a rows×cols terminal. With a non-nil reply
+// it starts the answerer goroutine, which calls reply (from that goroutine, in stream
+// order; reply must not block for long) with the answer to every terminal query (see
+// Answer) the stream contains. Call Close to stop it.
+func Follow(h *broadcast.Hub, rows, cols int, reply func([]byte)) *Model {
+	m := &Model{hub: h, reply: reply, quit: make(chan struct{}), done: make(chan struct{}),
+		rows: max(rows, 1), cols: max(cols, 1)}
+	if reply == nil {
+		close(m.done)
+	} else {
+		go m.answer()
+	}
+	return m
+}
+
+// answer is the answerer goroutine: it scans every byte of the stream once for queries.
+// It stops at the end of the stream or when quit is closed.
+func (m *Model) answer() {
+	defer close(m.done)
+	var sc Scanner
+	buf := make([]byte, 4<<10) // what one pty read returns; the scan is faster than reads
+	off := int64(0)
+	for {
+		notify := m.hub.Notify()
+		n, missed, err := m.hub.ReadAt(buf, off)
+		if missed > 0 { // fell out of the ring: a query split across the gap is lost
+			sc.Reset()
+			off += missed
+		}
+		if n > 0 {
+			sc.Scan(buf[:n], off, m.onEvent)
+			off += int64(n)
+			continue
+		}
+		if err != nil {
+			return
+		}
+		select {
+		case <-notify:
+		case <-m.quit:
+			return
+		}
+	}
+}
+
+func (m *Model) onEvent(e Event) {
+	if e.Kind != EventQuery {
+		return
+	}
+	row, col := 0, 0
+	if e.Query == QueryCPR {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return
+		}
+		m.advance(e.Off)
+		row, col = m.term.Cursor()
+		m.mu.Unlock()
+	}
+	m.reply(Answer(e, row+1, col+1))
+}
+
+// Resize records that the terminal became rows×cols after the output written so far.
+func (m *Model) Resize(rows, cols int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	if len(m.resizes) >= 32 { // keep the list short: apply what is pending
+		m.advance(m.hub.End())
+	}
+	m.resizes = append(m.resizes, resize{off: m.hub.End(), rows: max(rows, 1), cols: max(cols, 1)})
+}
+
+// Snapshot returns the screen with all output written to the hub before the call
+// applied. It may run the emulator for a few milliseconds (see Model).
+func (m *Model) Snapshot() Snapshot {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.catchUp()
+	if m.final != nil {
+		return *m.final
+	}
+	return m.term.Snapshot()
+}
+
+// Repaint returns Terminal.Repaint of the screen with all output written to the hub
+// before the call applied, and the hub offset it brings a terminal up to: a client that
+// writes data and then the stream from next on shows exactly the program's output.
+func (m *Model) Repaint() (data []byte, next int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.catchUp()
+	if m.final != nil {
+		return append([]byte(nil), m.finalPaint...), m.off
+	}
+	return m.term.Repaint(), m.off
+}
+
+// catchUp advances the emulator to the end of the stream; after Close it renders the
+// final screen once and lets the emulator go. m.mu must be held.
+func (m *Model) catchUp() {
+	if m.final != nil {
+		return
+	}
+	m.advance(m.hub.End())
+	if m.closed {
+		s := m.term.Snapshot()
+		m.final, m.finalPaint = &s, m.term.Repaint()
+		m.term.Close()
+		m.term, m.buf = nil, nil
+	}
+}
+
+// Close stops the answerer and waits for it, then keeps only the final screen (rendered
+// now if the emulator ever ran, else at the first Snapshot or Repaint), releasing the
+// emulator and its reply pump. Call it once the stream has ended. Calling it again does
+// nothing.
+func (m *Model) Close() {
+	m.once.Do(func() {
+		close(m.quit)
+		<-m.done
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.closed = true
+		if m.term != nil {
+			m.catchUp()
+		}
+	})
+}
+
+// advance makes the emulator consume the stream up to target (or up to the end of what
+// the hub holds). m.mu must be held.
+func (m *Model) advance(target int64) {
+	if m.term == nil {
+		m.term = NewTerminal(m.rows, m.cols, nil)
+		m.buf = make([]byte, 32<<10)
+	}
+	if target <= m.off {
+		m.applyResizes(m.off)
+		return
+	}
+	rows, cols := m.rows, m.cols
+	if n := len(m.resizes); n > 0 {
+		rows, cols = m.resizes[n-1].rows, m.resizes[n-1].cols
+	}
+	if m.off < m.hub.Start() || target-m.off > 2*window(rows, cols) {
+		m.skip(target, window(rows, cols))
+	}
+	for m.off < target {
+		m.applyResizes(m.off)
+		lim := target
+		if len(m.resizes) > 0 {
+			lim = min(lim, m.resizes[0].off)
+		}
+		n, missed, _ := m.hub.ReadAt(m.buf[:min(int64(len(m.buf)), lim-m.off)], m.off)
+		if missed > 0 { // overtaken by the producer while catching up
+			m.off += missed
+			if m.msOff < m.off {
+				m.ms.Reset()
+				m.msOff = m.off
+			}
+			continue
+		}
+		if n == 0 {
+			break
+		}
+		chunk := m.buf[:n]
+		if m.off+int64(n) > m.msOff {
+			m.scanBytes(chunk[m.msOff-m.off:], nil)
+		}
+		m.term.Write(chunk)
+		m.off += int64(n)
+	}
+	m.applyResizes(m.off)
+}
+
+// applyResizes applies the size changes recorded at or before offset off.
+func (m *Model) applyResizes(off int64) {
+	for len(m.resizes) > 0 && m.resizes[0].off <= off {
+		r := m.resizes[0]
+		m.resizes = m.resizes[1:]
+		if r.rows != m.rows || r.cols != m.cols {
+			m.term.Resize(r.rows, r.cols)
+			m.rows, m.cols = r.rows, r.cols
+		}
+	}
+}
+
+// skip moves the emulator's position forward to where a replay of at most w bytes
+// ending at target starts, keeping its modes (see Model). m.mu must be held.
+func (m *Model) skip(target, w int64) {
+	tail, win := m.readTail(target, w)
+	m.scanTo(tail)
+	from := tail
+	if i := bytes.IndexByte(win[:len(win)/2], '\n'); i >= 0 {
+		from = tail + int64(i) + 1
+	} else if cols := int64(m.cols); cols > 0 {
+		// No line start: keep the column phase of autowrapped text since the last one.
+		if n := len(m.resizes); n > 0 {
+			cols = int64(m.resizes[n-1].cols)
+		}
+		from = tail + ((m.lastLF-tail)%cols+cols)%cols
+	}
+	m.scanWin(win, tail, from, nil)
+	modes := m.ms.Modes()
+	clear := int64(-1)
+	m.scanWin(win, tail, tail+int64(len(win)), func(e Event) {
+		if e.Kind == EventClear {
+			clear, modes = e.Off, e.Modes
+		}
+	})
+	if clear >= 0 {
+		from = clear
+	}
+	m.applyResizes(from)
+	m.term.SetModes(modes)
+	m.term.Write([]byte("\r")) // the replay starts at a line start (or its column phase)
+	m.off = from
+}
+
+// scanWin runs the mode scanner over win (the stream from offset base) up to offset to,
+// from where it stopped. m.mu must be held.
+func (m *Model) scanWin(win []byte, base, to int64, fn func(Event)) {
+	if m.msOff >= base && m.msOff < to {
+		m.scanBytes(win[m.msOff-base:to-base], fn)
+	}
+}
+
+// scanBytes runs the mode scanner over p, the stream at msOff, and notes the last line
+// start. m.mu must be held.
+func (m *Model) scanBytes(p []byte, fn func(Event)) {
+	m.ms.Scan(p, m.msOff, fn)
+	if i := bytes.LastIndexByte(p, '\n'); i >= 0 {
+		m.lastLF = m.msOff + int64(i) + 1
+	}
+	m.msOff += int64(len(p))
+}
+
+// scanTo runs the mode scanner over the stream up to offset to. m.mu must be held.
+func (m *Model) scanTo(to int64) {
+	for m.msOff < to {
+		n, missed, _ := m.hub.ReadAt(m.buf[:min(int64(len(m.buf)), to-m.msOff)], m.msOff)
+		if missed > 0 {
+			m.ms.Reset()
+			m.msOff += missed
+			continue
+		}
+		if n == 0 {
+			return
+		}
+		m.scanBytes(m.buf[:n], nil)
+	}
+}
+
+// readTail returns a copy of the stream from max(target-w, Start, off) to target, and
+// the offset of its first byte. m.mu must be held.
+func (m *Model) readTail(target, w int64) (int64, []byte) {
+retry:
+	tail := max(target-w, m.hub.Start(), m.off)
+	win := make([]byte, target-tail)
+	for n := 0; n < len(win); {
+		k, missed, _ := m.hub.ReadAt(win[n:], tail+int64(n))
+		if missed > 0 { // the producer overtook us (the ring wrapped meanwhile): again
+			goto retry
+		}
+		if k == 0 {
+			return tail, win[:n]
+		}
+		n += k
+	}
+	return tail, win
+}

@@ -1,0 +1,386 @@
+package screen
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ptyhub/ptyhub/broadcast"
+)
+
+// TestTerminalRows is the x/vt test shape: raw bytes in, screen rows and cursor out.
+func TestTerminalRows(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		in       string
+		rows     []string // the first rows; the rest must be blank
+		row, col int
+		alt      bool
+		hidden   bool
+	}{
+		{"plain", "hello", []string{"hello"}, 0, 5, false, false},
+		{"crlf", "a\r\nb\r\n", []string{"a", "b"}, 2, 0, false, false},
+		{"lf only moves down", "a\nb", []string{"a", " b"}, 1, 2, false, false},
+		{"cr overwrite", "10%\r20%\r100%", []string{"100%"}, 0, 4, false, false},
+		{"backspace", "abc\bX", []string{"abX"}, 0, 3, false, false},
+		{"colours dropped", "\x1b[31mred\x1b[0m ok", []string{"red ok"}, 0, 6, false, false},
+		{"cursor addressing", "\x1b[3;5Hx\x1b[1;1Hy", []string{"y", "", "    x"}, 0, 1, false, false},
+		{"clear screen", "junk\r\nmore\x1b[H\x1b[2Jnew", []string{"new"}, 0, 3, false, false},
+		{"erase line", "abcdef\r\x1b[Kxy", []string{"xy"}, 0, 2, false, false},
+		{"autowrap", strings.Repeat("a", 12) + "b", []string{"aaaaaaaaaa", "aab"}, 1, 3, false, false},
+		{"scroll", "1\r\n2\r\n3\r\n4\r\n5\r\n6", []string{"2", "3", "4", "5", "6"}, 4, 1, false, false},
+		{"wide chars", "日本x", []string{"日本x"}, 0, 5, false, false},
+		{"alt screen", "main\x1b[?1049halt", []string{"alt"}, 0, 3, true, false},
+		{"alt screen left", "main\x1b[?1049halt\x1b[?1049l", []string{"main"}, 0, 4, false, false},
+		{"hidden cursor", "\x1b[?25lx", []string{"x"}, 0, 1, false, true},
+		{"utf8", "é€", []string{"é€"}, 0, 2, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			term := NewTerminal(5, 10, nil)
+			defer term.Close()
+			term.Write([]byte(tc.in))
+			s := term.Snapshot()
+			want := make([]string, 5)
+			copy(want, tc.rows)
+			if !slices.Equal(s.Rows, want) {
+				t.Errorf("rows %q, want %q", s.Rows, want)
+			}
+			if s.CursorRow != tc.row || s.CursorCol != tc.col {
+				t.Errorf("cursor %d,%d, want %d,%d", s.CursorRow, s.CursorCol, tc.row, tc.col)
+			}
+			if s.AltScreen != tc.alt || s.CursorHidden != tc.hidden {
+				t.Errorf("alt %v hidden %v, want %v %v", s.AltScreen, s.CursorHidden, tc.alt, tc.hidden)
+			}
+		})
+	}
+}
+
+// TestTerminalQueryDoesNotBlock guards the first vt trap: its Write blocks on a query
+// unless the reply pump drains the answer.
+func TestTerminalQueryDoesNotBlock(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []byte
+	term := NewTerminal(24, 80, func(b []byte) { mu.Lock(); got = append(got, b...); mu.Unlock() })
+	term.Write([]byte("ab\x1b[6n\x1b[c\x1b[5n"))
+	term.Write([]byte("cd"))
+	term.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if !bytes.Contains(got, []byte("\x1b[1;3R")) {
+		t.Errorf("replies %q lack the CPR", got)
+	}
+	if s := term.Snapshot(); s.Rows[0] != "abcd" {
+		t.Errorf("row %q", s.Rows[0])
+	}
+}
+
+// TestRepaintRoundTrip: a repaint written to a fresh terminal of the same size gives the
+// same cells, cursor and modes.
+func TestRepaintRoundTrip(t *testing.T) {
+	t.Parallel()
+	cases := []string{
+		"plain text\r\nsecond line",
+		"\x1b[1;31mbold red\x1b[0m \x1b[44mblue bg  \x1b[0m\x1b[7mrev\x1b[0m",
+		"\x1b[?1049h\x1b[H\x1b[2J~\r\n~\r\n\x1b[5;1H\x1b[1m-- INSERT --\x1b[0m\x1b[2;3H",
+		"\x1b[?25l\x1b[?2004h\x1b[?1hhidden cursor",
+		"日本語 wide\r\n\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\",
+		strings.Repeat("0123456789", 20),
+	}
+	for i, in := range cases {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			a := NewTerminal(6, 40, nil)
+			defer a.Close()
+			a.Write([]byte(in))
+			paint := a.Repaint()
+			b := NewTerminal(6, 40, nil)
+			defer b.Close()
+			b.Write([]byte("stale content that must go\r\n"))
+			b.Write(paint)
+			sa, sb := a.Snapshot(), b.Snapshot()
+			if !slices.Equal(sa.Rows, sb.Rows) || sa.CursorRow != sb.CursorRow || sa.CursorCol != sb.CursorCol ||
+				sa.AltScreen != sb.AltScreen || sa.CursorHidden != sb.CursorHidden {
+				t.Fatalf("repaint differs:\n%+v\n%+v\npaint %q", sa, sb, paint)
+			}
+			for y := range 6 {
+				for x := range 40 {
+					ca, cb := a.emu.CellAt(x, y), b.emu.CellAt(x, y)
+					if !ca.Equal(cb) {
+						t.Fatalf("cell %d,%d: %+v vs %+v", x, y, ca, cb)
+					}
+				}
+			}
+			if !bytes.Equal(a.Repaint(), b.Repaint()) {
+				t.Errorf("second-generation repaint differs")
+			}
+		})
+	}
+}
+
+// TestScanner: queries, clears and modes recognised, at every split of the input.
+func TestScanner(t *testing.T) {
+	t.Parallel()
+	type ev struct {
+		q   Query
+		off int64
+	}
+	cases := []struct {
+		name  string
+		in    string
+		want  []ev // queries
+		clear []int64
+		modes Modes
+	}{
+		{"cpr", "ab\x1b[6n", []ev{{QueryCPR, 6}}, nil, Modes{}},
+		{"status", "\x1b[5n", []ev{{QueryStatus, 4}}, nil, Modes{}},
+		{"da1", "\x1b[c\x1b[0c", []ev{{QueryDA1, 3}, {QueryDA1, 7}}, nil, Modes{}},
+		{"da2", "\x1b[>c\x1b[>0c", []ev{{QueryDA2, 4}, {QueryDA2, 9}}, nil, Modes{}},
+		{"osc bel", "\x1b]11;?\x07", []ev{{QueryBg, 7}}, nil, Modes{}},
+		{"osc st", "\x1b]10;?\x1b\\", []ev{{QueryFg, 8}}, nil, Modes{}},
+		{"not queries", "\x1b[6;1H\x1b[?6n\x1b[2c\x1b]11;rgb:0/0/0\x07\x1b]2;title\x07", nil, nil, Modes{}},
+		{"esc aborts a dcs", "\x1bPdata\x1b[6n", []ev{{QueryCPR, 10}}, nil, Modes{}},
+		{"after dcs", "\x1bPq#0\x1b\\\x1b[6n", []ev{{QueryCPR, 11}}, nil, Modes{}},
+		{"cancelled", "\x1b[6\x18n\x1b[5n", []ev{{QueryStatus, 9}}, nil, Modes{}},
+		{"esc restarts", "\x1b[\x1b[6n", []ev{{QueryCPR, 6}}, nil, Modes{}},
+		{"charset then c", "\x1b(c\x1b[5n", []ev{{QueryStatus, 7}}, nil, Modes{}},
+		{"long osc skipped", "\x1b]52;c;" + strings.Repeat("A", 200) + "\x07\x1b[6n", []ev{{QueryCPR, 212}}, nil, Modes{}},
+		{"clear", "ab\x1b[2J", nil, []int64{2}, Modes{}},
+		{"alt", "x\x1b[?1049h", nil, []int64{1}, Modes{AltScreen: true}},
+		{"alt twice clears once", "\x1b[?1049h\x1b[?1049h", nil, []int64{0}, Modes{AltScreen: true}},
+		{"alt left, cursor hidden", "\x1b[?1049h\x1b[?1049l\x1b[?25l", nil, []int64{0}, Modes{CursorHidden: true}},
+		{"ris", "\x1b[?25l\x1bc", nil, []int64{6}, Modes{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for split := 0; split <= len(tc.in); split++ {
+				for split2 := split; split2 <= len(tc.in); split2 += max(1, len(tc.in)/7) {
+					var sc Scanner
+					var got []ev
+					var clears []int64
+					fn := func(e Event) {
+						switch e.Kind {
+						case EventQuery:
+							got = append(got, ev{e.Query, e.Off})
+						case EventClear:
+							clears = append(clears, e.Off)
+						}
+					}
+					in := []byte(tc.in)
+					sc.Scan(in[:split], 0, fn)
+					sc.Scan(in[split:split2], int64(split), fn)
+					sc.Scan(in[split2:], int64(split2), fn)
+					if !slices.Equal(got, tc.want) || !slices.Equal(clears, tc.clear) || sc.Modes() != tc.modes {
+						t.Fatalf("split %d/%d: queries %v clears %v modes %+v; want %v %v %+v",
+							split, split2, got, clears, sc.Modes(), tc.want, tc.clear, tc.modes)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestAnswer(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		e    Event
+		want string
+	}{
+		{Event{Query: QueryCPR}, "\x1b[3;7R"},
+		{Event{Query: QueryStatus}, "\x1b[0n"},
+		{Event{Query: QueryDA1}, "\x1b[?1;2c"},
+		{Event{Query: QueryDA2}, "\x1b[>1;10;0c"},
+		{Event{Query: QueryFg}, "\x1b]10;rgb:ffff/ffff/ffff\x07"},
+		{Event{Query: QueryBg, ST: true}, "\x1b]11;rgb:0000/0000/0000\x1b\\"},
+	}
+	for _, tc := range cases {
+		if got := string(Answer(tc.e, 3, 7)); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.e.Query, got, tc.want)
+		}
+	}
+}
+
+// replies collects a model's answers; wait blocks until n have arrived.
+type replies struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	got  [][]byte
+}
+
+func newReplies() *replies { r := &replies{}; r.cond = sync.NewCond(&r.mu); return r }
+
+func (r *replies) add(b []byte) {
+	r.mu.Lock()
+	r.got = append(r.got, b)
+	r.mu.Unlock()
+	r.cond.Broadcast()
+}
+
+func (r *replies) wait(n int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.got) < n {
+		r.cond.Wait()
+	}
+	out := make([]string, len(r.got))
+	for i, b := range r.got {
+		out[i] = string(b)
+	}
+	return out
+}
+
+// TestModelAnswers: each query answered once, in order, CPR from the cursor after the
+// output before the query, also when the query is split across writes.
+func TestModelAnswers(t *testing.T) {
+	t.Parallel()
+	h := broadcast.New(0)
+	r := newReplies()
+	m := Follow(h, 24, 80, r.add)
+	h.Write([]byte("hello\r\nworld\x1b[6"))
+	h.Write([]byte("n more"))
+	h.Write([]byte("\x1b[c\x1b]11;?\x1b\\\x1b[5n\x1b[10;20H\x1b[6n"))
+	got := r.wait(5)
+	h.Write([]byte("tail"))
+	h.Close()
+	m.Close()
+	want := []string{"\x1b[2;6R", "\x1b[?1;2c", "\x1b]11;rgb:0000/0000/0000\x1b\\", "\x1b[0n", "\x1b[10;20R"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("answers %q, want %q", got, want)
+	}
+	if got := r.wait(0); len(got) != 5 {
+		t.Errorf("answered %d times", len(got))
+	}
+	s := m.Snapshot()
+	if s.Rows[0] != "hello" || s.Rows[1] != "world more" || s.Rows[9] != strings.Repeat(" ", 19)+"tail" {
+		t.Errorf("screen %q", s.Rows)
+	}
+}
+
+// TestModelFlood: far more output than the emulator could process in time is skipped,
+// the screen is still right, and modes set in the skipped part survive.
+func TestModelFlood(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		head   string // before the flood
+		flood  string // repeated
+		n      int
+		tail   string
+		rows   []string // the last rows (bottom of the screen), or the first ones (top)
+		top    bool
+		alt    bool
+		hidden bool
+	}{
+		{"lines", "", "line of text\r\n", 200000, "end", []string{"line of text", "line of text", "end"}, false, false, false},
+		{"no newlines", "", "a", 3 << 20, "\r\nend", []string{strings.Repeat("a", 80), strings.Repeat("a", 48), "end"}, false, false, false},
+		{"alt and hidden cursor in skipped part", "\x1b[?1049h\x1b[?25l", "x\r\n", 500000, "\x1b[Hdone", []string{"done", "x"}, true, true, true},
+		{"left alt in skipped part", "\x1b[?1049h", "y\r\n", 500000, "\x1b[?1049lback\r\n", nil, false, false, false},
+		{"clear in tail", "", "z\r\n", 500000, "\x1b[H\x1b[2Jclean", []string{"clean", ""}, true, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := broadcast.New(1 << 20)
+			m := Follow(h, 24, 80, nil)
+			defer m.Close()
+			h.Write([]byte(tc.head))
+			m.Snapshot() // the emulator exists and is behind from here on
+			chunk := []byte(strings.Repeat(tc.flood, max(1, 4096/len(tc.flood))))
+			for w := 0; w < tc.n*len(tc.flood); w += len(chunk) {
+				h.Write(chunk)
+			}
+			h.Write([]byte(tc.tail))
+			s := m.Snapshot()
+			got := s.Rows[len(s.Rows)-len(tc.rows):]
+			if tc.top {
+				got = s.Rows[:len(tc.rows)]
+			}
+			if !slices.Equal(got, tc.rows) {
+				t.Errorf("rows %q, want %q", got, tc.rows)
+			}
+			if s.AltScreen != tc.alt || s.CursorHidden != tc.hidden {
+				t.Errorf("alt %v hidden %v, want %v %v", s.AltScreen, s.CursorHidden, tc.alt, tc.hidden)
+			}
+		})
+	}
+}
+
+// TestModelResize: output before a resize is laid out at the old size, after it at the
+// new one.
+func TestModelResize(t *testing.T) {
+	t.Parallel()
+	h := broadcast.New(0)
+	m := Follow(h, 4, 10, nil)
+	defer m.Close()
+	h.Write([]byte("0123456789ab"))
+	m.Resize(4, 20)
+	h.Write([]byte("\r\n0123456789abcdef"))
+	s := m.Snapshot()
+	want := []string{"0123456789", "ab", "0123456789abcdef", ""}
+	if !slices.Equal(s.Rows, want) {
+		t.Errorf("rows %q, want %q", s.Rows, want)
+	}
+}
+
+// TestModelAfterClose: the final screen stays readable, also when never rendered before.
+func TestModelAfterClose(t *testing.T) {
+	t.Parallel()
+	for _, early := range []bool{false, true} {
+		h := broadcast.New(0)
+		m := Follow(h, 3, 10, func([]byte) {})
+		h.Write([]byte("bye\x1b[?25l"))
+		if early {
+			m.Snapshot()
+		}
+		h.Close()
+		m.Close()
+		m.Close()
+		s := m.Snapshot()
+		if s.Rows[0] != "bye" || !s.CursorHidden || func() bool { d, next := m.Repaint(); return len(d) == 0 || next != h.End() }() {
+			t.Errorf("early %v: %+v", early, s)
+		}
+	}
+}
+
+// BenchmarkScanner: the answerer's cost per byte, on plain and on escape-heavy output,
+// in 4 KiB chunks as the pty delivers them.
+func BenchmarkScanner(b *testing.B) {
+	for _, bc := range []struct{ name, unit string }{
+		{"plain", "a"},
+		{"sgr-heavy", "\x1b[1;31mx\x1b[0m "},
+	} {
+		chunk := []byte(strings.Repeat(bc.unit, 4096/len(bc.unit)))
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(chunk)))
+			var sc Scanner
+			for i := range b.N {
+				sc.Scan(chunk, int64(i*len(chunk)), nil)
+			}
+		})
+	}
+}
+
+// BenchmarkSnapshotAfterFlood: what one screen read costs when the emulator is far
+// behind (it skips ahead and replays at most two windows).
+func BenchmarkSnapshotAfterFlood(b *testing.B) {
+	chunk := []byte(strings.Repeat("line of flood text\r\n", 200))
+	for range b.N {
+		b.StopTimer()
+		h := broadcast.New(0)
+		m := Follow(h, 24, 80, nil)
+		for range (4 << 20) / len(chunk) {
+			h.Write(chunk)
+		}
+		b.StartTimer()
+		m.Snapshot()
+		b.StopTimer()
+		m.Close()
+	}
+}

@@ -1,0 +1,427 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ptyhub/ptyhub/session"
+)
+
+// ErrConnLost is returned by calls on a client whose server connection ended.
+var ErrConnLost = errors.New("connection to the ptyhub server lost")
+
+// DialOptions say how to reach the server.
+type DialOptions struct {
+	// Socket is the socket path (default SocketPath()).
+	Socket string
+	// AutoStart starts a server when none is listening: Executable ServeArgs… --socket
+	// Socket, detached (new session, stdin /dev/null, output appended to
+	// StateDir()/server.log), then waits for its socket.
+	AutoStart bool
+	// Executable is the ptyhub binary to start (default os.Executable()).
+	Executable string
+	// ServeArgs are the arguments that make Executable serve (default ["serve"]).
+	ServeArgs []string
+	// Name names the client in listings (owner of its sessions).
+	Name string
+	// Own: sessions started through this client end when it closes (ptyhub mcp).
+	Own bool
+}
+
+// connect connects to the server, starting one first if allowed.
+func connect(ctx context.Context, o *DialOptions) (*net.UnixConn, error) {
+	if o.Socket == "" {
+		o.Socket = SocketPath()
+	}
+	c, err := dialOnce(o.Socket)
+	if err == nil || !o.AutoStart || !errNoServer(err) {
+		if err != nil {
+			return nil, fmt.Errorf("connect to the ptyhub server at %s: %w", o.Socket, err)
+		}
+		return c, nil
+	}
+	exited, err := startServer(o)
+	if err != nil {
+		return nil, err
+	}
+	// Wait for the socket; the server we started may lose the race to another one, which
+	// is fine: any server on the socket will do.
+	delay := time.Millisecond
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := dialOnce(o.Socket)
+		if err == nil {
+			return c, nil
+		}
+		if !errNoServer(err) {
+			return nil, fmt.Errorf("connect to the ptyhub server at %s: %w", o.Socket, err)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the ptyhub server did not start within 10 s (see %s)", filepath.Join(StateDir(), "server.log"))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-exited:
+			// It exited: fine if another server won the race, else its log says why.
+			exited = nil
+			if _, err := dialOnce(o.Socket); err != nil {
+				deadline = time.Now().Add(time.Second)
+			}
+		case <-time.After(delay):
+			delay = min(delay*2, 50*time.Millisecond)
+		}
+	}
+}
+
+func dialOnce(path string) (*net.UnixConn, error) {
+	return net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+}
+
+// startServer starts a detached server. The returned channel is closed when it exits; a
+// goroutine owned by this package reaps it (it ends when the server does).
+func startServer(o *DialOptions) (<-chan struct{}, error) {
+	exe := o.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("start the ptyhub server: %w", err)
+		}
+	}
+	args := o.ServeArgs
+	if len(args) == 0 {
+		args = []string{"serve"}
+	}
+	args = append(append([]string(nil), args...), "--socket", o.Socket)
+	dir := StateDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("start the ptyhub server: state directory: %w", err)
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, "server.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("start the ptyhub server: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the ptyhub server: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	return exited, nil
+}
+
+// handshake sends h and reads the welcome.
+func handshake(c *net.UnixConn, h *hello) (*Welcome, error) {
+	b, _ := json.Marshal(h)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	defer c.SetDeadline(time.Time{})
+	werr := writeFrame(c, &frame{Op: "hello", Body: b})
+	// Read even when the write failed: a server that refuses us (another uid) may have
+	// answered and closed before our hello arrived, and its answer says why.
+	f, err := readFrame(c, maxReplyFrame)
+	if err != nil {
+		if werr != nil {
+			err = werr
+		}
+		return nil, fmt.Errorf("ptyhub server handshake: %w", err)
+	}
+	if f.Error != nil {
+		return nil, fromWire(f.Error)
+	}
+	w := &Welcome{}
+	if err := json.Unmarshal(f.Body, w); err != nil {
+		return nil, fmt.Errorf("ptyhub server handshake: %w", err)
+	}
+	return w, nil
+}
+
+// Client is a connection to the server that implements session.Service. Calls may run
+// concurrently; each is one request on the connection. Cancelling a call's context
+// cancels it on the server (the call then returns what the server returns, as the
+// in-process manager does). Close ends the connection.
+type Client struct {
+	c       *net.UnixConn
+	welcome *Welcome
+
+	wmu sync.Mutex // serialises writes
+
+	mu      sync.Mutex
+	nextID  uint64
+	pending map[uint64]chan *frame
+	err     error         // why the connection ended
+	done    chan struct{} // closed when the reader ends
+}
+
+var _ session.Service = (*Client)(nil)
+
+// Dial connects to the server (starting it when o.AutoStart allows) as a service client.
+func Dial(ctx context.Context, o DialOptions) (*Client, error) {
+	c, err := connect(ctx, &o)
+	if err != nil {
+		return nil, err
+	}
+	w, err := handshake(c, &hello{Proto: protoVersion, Mode: ModeService, Name: o.Name, Own: o.Own})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	cl := &Client{c: c, welcome: w, pending: map[uint64]chan *frame{}, done: make(chan struct{})}
+	go cl.readLoop()
+	return cl, nil
+}
+
+// ServerPID returns the server's process id.
+func (c *Client) ServerPID() int { return c.welcome.PID }
+
+// readLoop delivers replies. Owned by the client; ends when the connection does.
+func (c *Client) readLoop() {
+	var err error
+	for {
+		var f *frame
+		f, err = readFrame(c.c, maxReplyFrame)
+		if err != nil {
+			break
+		}
+		if f.ID == 0 && f.Error != nil { // a connection-level error
+			err = fromWire(f.Error)
+			break
+		}
+		c.mu.Lock()
+		ch := c.pending[f.ID]
+		delete(c.pending, f.ID)
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- f
+		}
+	}
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = fmt.Errorf("%w: %v", ErrConnLost, err)
+	}
+	c.mu.Unlock()
+	close(c.done)
+	c.c.Close()
+}
+
+func (c *Client) send(f *frame) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return writeFrame(c.c, f)
+}
+
+// call sends one request and decodes its reply into out.
+func (c *Client) call(ctx context.Context, op string, req, out any) error {
+	var body json.RawMessage
+	if req != nil {
+		b, err := json.Marshal(req)
+		if err != nil {
+			return fmt.Errorf("%w: %v", session.ErrInvalid, err)
+		}
+		body = b
+	}
+	ch := make(chan *frame, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return err
+	}
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = ch
+	c.mu.Unlock()
+	if err := c.send(&frame{ID: id, Op: op, Body: body}); err != nil {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %v", ErrConnLost, err)
+	}
+	var f *frame
+	select {
+	case f = <-ch:
+	case <-c.done:
+		return c.lostErr()
+	case <-ctx.Done():
+		// Cancel on the server and take its answer (it returns at once).
+		c.send(&frame{ID: id, Op: opCancel})
+		select {
+		case f = <-ch:
+		case <-c.done:
+			return c.lostErr()
+		}
+	}
+	if f.Error != nil {
+		return fromWire(f.Error)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(f.Body, out); err != nil {
+		return fmt.Errorf("ptyhub server reply: %w", err)
+	}
+	return nil
+}
+
+func (c *Client) lostErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Exec implements session.Service.
+func (c *Client) Exec(ctx context.Context, req session.ExecRequest) (*session.Result, error) {
+	r := &session.Result{}
+	if err := c.call(ctx, opExec, req, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Write implements session.Service.
+func (c *Client) Write(ctx context.Context, req session.WriteRequest) (*session.Result, error) {
+	r := &session.Result{}
+	if err := c.call(ctx, opWrite, req, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Read implements session.Service.
+func (c *Client) Read(ctx context.Context, req session.ReadRequest) (*session.Result, error) {
+	r := &session.Result{}
+	if err := c.call(ctx, opRead, req, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// List implements session.Service.
+func (c *Client) List(ctx context.Context) (*session.ListResult, error) {
+	r := &session.ListResult{}
+	if err := c.call(ctx, opList, nil, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Kill implements session.Service.
+func (c *Client) Kill(ctx context.Context, req session.KillRequest) (*session.KillResult, error) {
+	r := &session.KillResult{}
+	if err := c.call(ctx, opKill, req, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Resize implements session.Service.
+func (c *Client) Resize(ctx context.Context, req session.ResizeRequest) (*session.ResizeResult, error) {
+	r := &session.ResizeResult{}
+	if err := c.call(ctx, opResize, req, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Close ends the connection. When the client owns its sessions (DialOptions.Own) and keep
+// is false, it first waits (bounded by ctx) until the server has ended them, so they are
+// gone when Close returns; with keep they stay with the server.
+func (c *Client) Close(ctx context.Context, keep bool) error {
+	err := c.call(ctx, opBye, byeBody{Keep: keep}, nil)
+	c.c.Close()
+	<-c.done
+	if errors.Is(err, ErrConnLost) {
+		err = nil
+	}
+	return err
+}
+
+// Attach is one attached client connection (see DialAttach).
+type Attach struct {
+	c       *net.UnixConn
+	wmu     sync.Mutex
+	Welcome *Welcome
+}
+
+// AttachOptions say how to attach.
+type AttachOptions struct {
+	Session  string
+	ReadOnly bool
+	// Watch streams the output from From (default: from now) without repaint, as a
+	// non-terminal reader (ptyhub read -f); it cannot type.
+	Watch      bool
+	From       *int64
+	Rows, Cols int // the client's terminal size (0: none)
+}
+
+// DialAttach connects to the server and attaches to a session.
+func DialAttach(ctx context.Context, o DialOptions, a AttachOptions) (*Attach, error) {
+	c, err := connect(ctx, &o)
+	if err != nil {
+		return nil, err
+	}
+	w, err := handshake(c, &hello{Proto: protoVersion, Mode: ModeAttach, Name: o.Name,
+		Session: a.Session, ReadOnly: a.ReadOnly, Watch: a.Watch, From: a.From, Rows: a.Rows, Cols: a.Cols})
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &Attach{c: c, Welcome: w}, nil
+}
+
+// Recv returns the next piece of output. At the end of the session's output it returns
+// ended=true and how the session ended (exit). An error means the connection ended
+// (Close was called, or the server went away).
+func (a *Attach) Recv() (data []byte, ended bool, exit string, err error) {
+	for {
+		f, err := readFrame(a.c, maxReplyFrame)
+		if err != nil {
+			return nil, false, "", err
+		}
+		switch f.Op {
+		case opOutput:
+			return f.Data, false, "", nil
+		case opEnd:
+			var e endBody
+			json.Unmarshal(f.Body, &e)
+			return nil, true, e.Exit, nil
+		}
+		if f.Error != nil {
+			return nil, false, "", fromWire(f.Error)
+		}
+	}
+}
+
+func (a *Attach) send(f *frame) error {
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	a.c.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return writeFrame(a.c, f)
+}
+
+// Input types p into the session (ignored by the server for read-only clients).
+func (a *Attach) Input(p []byte) error { return a.send(&frame{Op: opInput, Data: p}) }
+
+// Resize reports the client's terminal size.
+func (a *Attach) Resize(rows, cols int) error {
+	b, _ := json.Marshal(winsize{Rows: rows, Cols: cols})
+	return a.send(&frame{Op: opWinsize, Body: b})
+}
+
+// Close detaches: the session keeps running. It unblocks Recv.
+func (a *Attach) Close() error {
+	a.send(&frame{Op: "detach"})
+	return a.c.Close()
+}

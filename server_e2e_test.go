@@ -1,0 +1,637 @@
+package ptyhub_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ptyhub/ptyhub/pty"
+	"github.com/ptyhub/ptyhub/session"
+)
+
+// svBinary builds the ptyhub binary once for the server tests, into a directory any
+// user may read (the foreign-uid test runs it as nobody).
+var svBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "ptyhub-sv-bin")
+	if err != nil {
+		return "", err
+	}
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "ptyhub")
+	out, err := osexec.Command("go", "build", "-o", bin, "./cmd/ptyhub").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// svHub is one test's private server: its socket and state directory, and the
+// environment that points the CLI at them.
+type svHub struct {
+	t      *testing.T
+	bin    string
+	socket string
+	env    []string
+}
+
+// svNew returns a private server environment; the server (started by the first command)
+// is stopped with SIGTERM at cleanup.
+func svNew(t *testing.T) *svHub {
+	t.Helper()
+	bin, err := svBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	h := &svHub{t: t, bin: bin, socket: filepath.Join(dir, "run", "s.sock")}
+	h.env = append(os.Environ(), "PTYHUB_SOCKET="+h.socket, "XDG_STATE_HOME="+filepath.Join(dir, "state"))
+	t.Cleanup(h.stop)
+	return h
+}
+
+// serverPID reads the running server's pid from its lock file (0: none).
+func (h *svHub) serverPID() int {
+	b, _ := os.ReadFile(h.socket + ".lock")
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid <= 0 || syscall.Kill(pid, 0) != nil || svZombie(pid) {
+		return 0
+	}
+	return pid
+}
+
+func (h *svHub) stop() {
+	if pid := h.serverPID(); pid > 0 {
+		syscall.Kill(pid, syscall.SIGTERM)
+		svWait(h.t, "server exit", func() bool { return syscall.Kill(pid, 0) != nil || svZombie(pid) })
+	}
+}
+
+// run runs ptyhub args as a user types it, and returns stdout, stderr and the status.
+func (h *svHub) run(args ...string) (string, string, int) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, h.bin, args...)
+	cmd.Env = h.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *osexec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		h.t.Fatalf("ptyhub %q: %v", args, err)
+	}
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}
+
+// ok runs ptyhub args and fails the test unless it exits 0.
+func (h *svHub) ok(args ...string) string {
+	h.t.Helper()
+	out, errs, code := h.run(args...)
+	if code != 0 {
+		h.t.Fatalf("ptyhub %q: status %d\nstdout: %s\nstderr: %s", args, code, out, errs)
+	}
+	return out
+}
+
+// shell starts an interactive bash session with prompt "$ " and returns its id.
+func (h *svHub) shell(extraEnv ...string) (id, uuid string) {
+	h.t.Helper()
+	args := []string{"exec", "--json", "--wait-for", `\$ $`, "--env", "PS1=$ "}
+	for _, e := range extraEnv {
+		args = append(args, "--env", e)
+	}
+	out := h.ok(append(args, "--", "bash", "--norc", "--noprofile", "-i")...)
+	var r session.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.State != session.StateRunning {
+		h.t.Fatalf("exec bash: %v %s", err, out)
+	}
+	return r.SessionID, r.UUID
+}
+
+// svRepainted is what every repaint of an attach begins with (clear the screen).
+const svRepainted = "\x1b[2J"
+
+// svTerm is a real terminal (a pty) with a program in it, as a user's terminal window.
+type svTerm struct {
+	t      *testing.T
+	master *pty.Master
+	slave  *os.File
+	cmd    *osexec.Cmd
+	exited chan struct{}
+
+	mu     sync.Mutex
+	screen bytes.Buffer // everything the program printed
+	update chan struct{}
+}
+
+// attach opens a rows×cols terminal running `ptyhub attach args…`. read says whether
+// the test reads the terminal (false: a stalled terminal nobody reads).
+func (h *svHub) attach(rows, cols int, read bool, args ...string) *svTerm {
+	h.t.Helper()
+	master, slave, err := pty.Open(rows, cols)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	cmd := osexec.Command(h.bin, append([]string{"attach"}, args...)...)
+	cmd.Env = h.env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	tm := &svTerm{t: h.t, master: master, slave: slave, cmd: cmd, exited: make(chan struct{}), update: make(chan struct{})}
+	go func() { cmd.Wait(); close(tm.exited) }()
+	if read {
+		// The terminal's reader: owned by the test, ends when the master is closed.
+		go func() {
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := master.Read(buf)
+				tm.mu.Lock()
+				tm.screen.Write(buf[:n])
+				close(tm.update)
+				tm.update = make(chan struct{})
+				tm.mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	h.t.Cleanup(func() {
+		select {
+		case <-tm.exited:
+		default:
+			cmd.Process.Kill()
+			<-tm.exited
+		}
+		master.Close()
+		slave.Close()
+	})
+	return tm
+}
+
+// waitFor waits until the terminal shows want after offset from; it returns the offset
+// just past it.
+func (tm *svTerm) waitFor(from int, want string) int {
+	tm.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		tm.mu.Lock()
+		b := tm.screen.Bytes()
+		i := -1
+		if from <= len(b) {
+			i = bytes.Index(b[from:], []byte(want))
+		}
+		ch := tm.update
+		tm.mu.Unlock()
+		if i >= 0 {
+			return from + i + len(want)
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			tm.mu.Lock()
+			s := tm.screen.String()
+			tm.mu.Unlock()
+			tm.t.Fatalf("terminal never showed %q; it shows:\n%q", want, s[max(0, len(s)-2000):])
+		}
+	}
+}
+
+func (tm *svTerm) len() int {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return tm.screen.Len()
+}
+
+// typ types s at the terminal.
+func (tm *svTerm) typ(s string) {
+	tm.t.Helper()
+	if _, err := tm.master.Write([]byte(s)); err != nil {
+		tm.t.Fatal(err)
+	}
+}
+
+// wait waits for the attach client to exit and returns its status.
+func (tm *svTerm) wait() int {
+	tm.t.Helper()
+	select {
+	case <-tm.exited:
+	case <-time.After(30 * time.Second):
+		tm.t.Fatal("ptyhub attach did not exit")
+	}
+	return tm.cmd.ProcessState.ExitCode()
+}
+
+// sane checks that the terminal is back in cooked mode with echo (stty -a run on it).
+func (tm *svTerm) sane() {
+	tm.t.Helper()
+	cmd := osexec.Command("stty", "-a")
+	cmd.Stdin = tm.slave
+	out, err := cmd.Output()
+	if err != nil {
+		tm.t.Fatalf("stty -a: %v", err)
+	}
+	for _, f := range []string{"icanon", "echo", "isig", "icrnl", "opost"} {
+		if !bytes.Contains(append(append([]byte(" "), bytes.Join(bytes.Fields(out), []byte(" "))...), ' '), []byte(" "+f+" ")) {
+			tm.t.Errorf("terminal not restored: no %q in stty -a:\n%s", f, out)
+		}
+	}
+}
+
+func svZombie(pid int) bool {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(st, ')')
+	return i > 0 && len(st) > i+2 && st[i+2] == 'Z'
+}
+
+// svSessionPids lists live processes whose environment has PTYHUB_SESSION=uuid.
+func svSessionPids(uuid string) []int {
+	want := []byte("PTYHUB_SESSION=" + uuid + "\x00")
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(env, want) && !svZombie(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// svWait polls cond (a process state, which has no event to wait on) for up to 20 s.
+func svWait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The CLI round trip through the server: exec (left running), ls, write, read, kill, rm.
+func TestServerCLI(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	id, _ := h.shell()
+	out := h.ok("ls")
+	if !strings.Contains(out, "ID") || !strings.Contains(out, "bash --norc") || !strings.Contains(out, "running") {
+		t.Errorf("ls:\n%s", out)
+	}
+	out = h.ok("write", id, "echo sum=$((40+2))", "--key", "Enter", "--wait-for", "sum=42")
+	if !strings.Contains(out, "sum=42") || !strings.Contains(out, "Process running with session ID "+id) {
+		t.Errorf("write:\n%s", out)
+	}
+	if out = h.ok("read", id, "--tail", "2"); !strings.Contains(out, "sum=42") {
+		t.Errorf("read --tail 2:\n%s", out)
+	}
+	if out = h.ok("read", id, "--raw"); !strings.Contains(out, "sum=42\r\n") {
+		t.Errorf("read --raw:\n%q", out)
+	}
+	var list session.ListResult
+	if err := json.Unmarshal([]byte(h.ok("ls", "--json")), &list); err != nil || len(list.Sessions) != 1 || list.Sessions[0].SessionID != id {
+		t.Errorf("ls --json: %v %+v", err, list)
+	}
+	if out = h.ok("exec", "--", "echo", "one-shot"); !strings.Contains(out, "Process exited with code 0") || !strings.Contains(out, "one-shot") {
+		t.Errorf("exec echo:\n%s", out)
+	}
+	if out = h.ok("kill", id, "--signal", "INT"); !strings.Contains(out, "SIGINT") {
+		t.Errorf("kill --signal INT:\n%s", out)
+	}
+	if out = h.ok("kill", id); !strings.Contains(out, "ended") {
+		t.Errorf("kill:\n%s", out)
+	}
+	if out = h.ok("ls"); !strings.Contains(out, "SIGHUP") && !strings.Contains(out, "exited") {
+		t.Errorf("ls after kill:\n%s", out)
+	}
+	h.ok("rm", id)
+	if _, errs, code := h.run("read", id); code == 0 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "no such session") {
+		t.Errorf("read after rm: status %d, stderr %q", code, errs)
+	}
+	if _, errs, code := h.run("write", "99"); code == 0 || !strings.Contains(errs, "no such session") {
+		t.Errorf("write 99: status %d, stderr %q", code, errs)
+	}
+}
+
+// read -f follows the output until the session ends.
+func TestServerReadFollow(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	out, errs, code := h.run("exec", "--yield", "0s", "-c", "read line; echo got-$line; echo done")
+	if code != 0 && code != 124 || !strings.Contains(errs, "'ptyhub attach 1'") {
+		t.Fatalf("exec: %d\n%s\n%s", code, out, errs)
+	}
+	cmd := osexec.Command(h.bin, "read", "1", "-f")
+	cmd.Env = h.env
+	var fo, fe bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &fo, &fe
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h.ok("write", "1", "abc\n")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("read -f: %v %s", err, fe.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("read -f did not end with the session")
+	}
+	if !strings.Contains(fo.String(), "got-abc\ndone\n") || !strings.Contains(fe.String(), "exited with code 0") {
+		t.Errorf("read -f: stdout %q stderr %q", fo.String(), fe.String())
+	}
+}
+
+// Attach in a real terminal: repaint, typing, the size follows the terminal, detach
+// leaves the session running and the terminal sane; attaching again repaints.
+func TestServerAttach(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	id, _ := h.shell()
+	h.ok("write", id, "echo before-$((1+1))\n", "--wait-for", "before-2")
+
+	tm := h.attach(30, 100, true, id)
+	off := tm.waitFor(0, "before-2") // the repaint
+	tm.typ("stty size\r")
+	off = tm.waitFor(off, "30 100")
+	// The user resizes the window: the kernel sends SIGWINCH to ptyhub attach.
+	if err := tm.master.SetSize(40, 120); err != nil {
+		t.Fatal(err)
+	}
+	// The resize travels asynchronously; the shell sees it once ptyhub applied it.
+	for i := 0; ; i++ {
+		tm.typ("stty size\r")
+		n := tm.waitFor(off, "$ ")
+		tm.mu.Lock()
+		got := strings.Contains(tm.screen.String()[off:n], "40 120")
+		tm.mu.Unlock()
+		off = n
+		if got {
+			break
+		}
+		if i == 200 {
+			t.Fatal("the session size never followed the terminal")
+		}
+	}
+	tm.typ("\x1d") // ctrl-]
+	if code := tm.wait(); code != 0 {
+		t.Errorf("attach exit status %d", code)
+	}
+	tm.waitFor(off, "detached from session "+id)
+	tm.sane()
+	if out := h.ok("ls"); !strings.Contains(out, "running") {
+		t.Errorf("session not running after detach:\n%s", out)
+	}
+	// The agent learns that a human typed.
+	var r session.Result
+	json.Unmarshal([]byte(h.ok("write", id, "--json", "--yield", "0s")), &r)
+	if r.HumanInputBytes == 0 {
+		t.Errorf("human_input_bytes = 0 after a human typed")
+	}
+
+	// Again: repaint shows the earlier output; ctrl-] twice types it literally.
+	tm2 := h.attach(30, 100, true, id)
+	off = tm2.waitFor(0, "40 120")
+	tm2.typ("cat -v\r")
+	off = tm2.waitFor(off, "cat -v")
+	tm2.typ("\x1d\x1d\r")
+	off = tm2.waitFor(off, "^]")
+	tm2.typ("\x04")
+	off = tm2.waitFor(off, "$ ")
+	tm2.typ("exit\r")
+	// The session ends: the client exits at once without another keystroke.
+	if code := tm2.wait(); code != 0 {
+		t.Errorf("attach exit status %d", code)
+	}
+	tm2.waitFor(off, "session "+id+" exited with code 0")
+	tm2.sane()
+}
+
+// EDGE-CASES 70: SIGTERM or SIGHUP to the attach client restores the terminal.
+func TestServerAttachKilled(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	id, _ := h.shell()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+		tm := h.attach(24, 80, true, id)
+		tm.waitFor(0, svRepainted)
+		tm.cmd.Process.Signal(sig)
+		tm.wait()
+		tm.sane()
+	}
+	if out := h.ok("ls"); !strings.Contains(out, "running") {
+		t.Errorf("session not running:\n%s", out)
+	}
+}
+
+// Two clients at once; the read-only one cannot type; the split multi-key detach works.
+func TestServerAttachTwoClientsReadOnly(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	id, _ := h.shell()
+	rw := h.attach(24, 80, true, id, "--detach-keys", "ctrl-p,ctrl-q")
+	ro := h.attach(24, 80, true, "--read-only", id)
+	rw.waitFor(0, svRepainted)
+	roOff := ro.waitFor(0, svRepainted)
+	if out := h.ok("ls"); !strings.Contains(out, " 2 ") {
+		t.Errorf("ls does not count 2 clients:\n%s", out)
+	}
+	ro.typ("echo readonly-$((3+4))\r")
+	rw.typ("echo writer-$((5+6))\r")
+	ro.waitFor(roOff, "writer-11")
+	out := h.ok("read", id)
+	if strings.Contains(out, "readonly") {
+		t.Errorf("a read-only client typed:\n%s", out)
+	}
+	// ctrl-p alone reaches the program (it is typed when ctrl-q does not follow).
+	rw.typ("\x10")
+	rw.typ("\x11")
+	if code := rw.wait(); code != 0 {
+		t.Errorf("rw exit %d", code)
+	}
+	ro.typ("\x1d")
+	ro.wait()
+	rw.sane()
+	ro.sane()
+}
+
+// A terminal that never reads does not slow a 100 MB flood: the flood completes while
+// the stalled client stays connected or is dropped.
+func TestServerStalledClientFlood(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	id, _ := h.shell()
+	stalled := h.attach(24, 80, false, id)
+	_ = stalled
+	// Wait until the stalled client is attached (ls counts it).
+	svWait(t, "the stalled client to attach", func() bool {
+		out, _, _ := h.run("ls", "--json")
+		return strings.Contains(out, `"clients":1`)
+	})
+	out := h.ok("write", id, "head -c 100000000 /dev/zero | tr '\\0' a; echo; echo flood-$((40+2))\n",
+		"--wait-for", "flood-42", "--yield", "5m", "--max-tokens", "200", "--json")
+	var r session.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.ReturnedBecause != session.BecausePattern {
+		t.Errorf("flood: %v %.300s", err, out)
+	}
+	if r.NextOffset < 100_000_000 {
+		t.Errorf("next_offset %d after a 100 MB flood", r.NextOffset)
+	}
+}
+
+// Socket directory 0700, socket 0600; another uid is refused by the directory and,
+// where the directory lets it through, by the peer-credential check.
+func TestServerSocketSecurity(t *testing.T) {
+	t.Parallel()
+	if os.Getuid() != 0 {
+		t.Skip("needs root to connect as another user")
+	}
+	if _, err := osexec.LookPath("setpriv"); err != nil {
+		t.Skip("setpriv not installed")
+	}
+	h := svNew(t)
+	h.ok("ls")
+	for path, want := range map[string]os.FileMode{filepath.Dir(h.socket): 0o700 | os.ModeDir, h.socket: 0o600 | os.ModeSocket} {
+		st, err := os.Lstat(path)
+		if err != nil || st.Mode() != want {
+			t.Errorf("%s: mode %v, want %v (%v)", path, st.Mode(), want, err)
+		}
+	}
+	asNobody := func(socket string) (string, int) {
+		cmd := osexec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", h.bin, "ls", "--socket", socket)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_STATE_HOME=/nonexistent"}
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	if out, code := asNobody(h.socket); code == 0 || !strings.Contains(out, "permission denied") {
+		t.Errorf("nobody through the 0700 directory: status %d: %s", code, out)
+	}
+	// A socket in a 0711 directory: the kernel lets nobody connect; the server must not.
+	dir := filepath.Join(t.TempDir(), "open")
+	os.Mkdir(dir, 0o711)
+	os.Chmod(filepath.Dir(dir), 0o711)
+	os.Chmod(filepath.Dir(filepath.Dir(dir)), 0o711)
+	sock := filepath.Join(dir, "s.sock")
+	srv := osexec.Command(h.bin, "serve", "--socket", sock)
+	srv.Env = h.env
+	var logb bytes.Buffer
+	srv.Stderr = &logb
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
+	svWait(t, "the second server", func() bool { _, err := os.Stat(sock); return err == nil })
+	os.Chmod(sock, 0o666) // only the peer check is left
+	out, code := asNobody(sock)
+	if code == 0 || !strings.Contains(out, "does not serve uid 65534") {
+		t.Errorf("nobody through the peer check: status %d: %s", code, out)
+	}
+	// A second server on a live socket refuses to start and leaves it alone.
+	second := osexec.Command(h.bin, "serve", "--socket", sock)
+	second.Env = h.env
+	if out, err := second.CombinedOutput(); err == nil || !strings.Contains(string(out), "already running") {
+		t.Errorf("second serve: %v %s", err, out)
+	}
+	if _, err := os.Stat(sock); err != nil {
+		t.Errorf("the live socket was removed: %v", err)
+	}
+}
+
+// kill -9 of the server: no session process survives, and the next command starts a
+// fresh server on the same socket.
+func TestServerKill9(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	_, uuid := h.shell()
+	if _, errs, _ := h.run("exec", "--yield", "0s", "-c", "trap '' HUP TERM; (trap '' HUP TERM; sleep 1000) & setsid sleep 1000 & sleep 1000"); !strings.Contains(errs, "still running") {
+		t.Fatalf("exec: %s", errs)
+	}
+	pid := h.serverPID()
+	if pid == 0 || len(svSessionPids(uuid)) == 0 {
+		t.Fatalf("server pid %d, session pids %v", pid, svSessionPids(uuid))
+	}
+	var list session.ListResult
+	json.Unmarshal([]byte(h.ok("ls", "--json")), &list)
+	syscall.Kill(pid, syscall.SIGKILL)
+	for _, s := range list.Sessions {
+		svWait(t, "session "+s.SessionID+"'s processes to die", func() bool { return len(svSessionPids(s.UUID)) == 0 })
+	}
+	svWait(t, "the server to die", func() bool { return syscall.Kill(pid, 0) != nil || svZombie(pid) })
+	out := h.ok("ls", "--json")
+	json.Unmarshal([]byte(out), &list)
+	if len(list.Sessions) != 0 {
+		t.Errorf("a fresh server lists %v", list.Sessions)
+	}
+	if p := h.serverPID(); p == 0 || p == pid {
+		t.Errorf("server pid %d after restart (old %d)", p, pid)
+	}
+}
+
+// The agent (an MCP client through ptyhub mcp) and a human (the CLI and attach) on one
+// session; the agent learns that the human typed. Sessions the agent started end when
+// it goes away.
+func TestServerAgentAndHuman(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := osexec.Command(h.bin, "mcp")
+	cmd.Env = h.env
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sv-test", Version: "0"}, nil).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", name, err, res)
+		}
+		return res.StructuredContent.(map[string]any)
+	}
+	sc := call("exec_command", map[string]any{"argv": []string{"bash", "--norc", "--noprofile", "-i"},
+		"env": map[string]string{"PS1": "$ "}, "wait_for": `\$ $`})
+	id, uuid := sc["session_id"].(string), sc["uuid"].(string)
+	if out := h.ok("ls"); !strings.Contains(out, "bash --norc") {
+		t.Errorf("the human does not see the agent's session:\n%s", out)
+	}
+	tm := h.attach(24, 80, true, id)
+	off := tm.waitFor(0, svRepainted)
+	tm.typ("echo human-$((2+3))\r")
+	tm.waitFor(off, "human-5")
+	sc = call("write_stdin", map[string]any{"session_id": id, "yield_time_ms": 0})
+	if n, _ := sc["human_input_bytes"].(float64); n == 0 || !strings.Contains(sc["output"].(string), "human-5") {
+		t.Errorf("agent result after human typing: %v", sc)
+	}
+	tm.typ("\x1d")
+	tm.wait()
+	cs.Close()
+	svWait(t, "the agent's session to end with the agent", func() bool { return len(svSessionPids(uuid)) == 0 })
+}

@@ -1,0 +1,162 @@
+package session
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ptyhub/ptyhub/screen"
+)
+
+func scNewClient(t *testing.T) (*Manager, *Client) {
+	t.Helper()
+	m, err := NewManager(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	return m, m.NewClient("test")
+}
+
+func ptr(v int64) *int64 { return &v }
+
+// scUntilExit polls until the session exits and returns all its text output.
+func scUntilExit(t *testing.T, c *Client, r *Result) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(r.Output)
+	for r.State != StateExited {
+		var err error
+		if r, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, YieldTimeMs: ptr(5000)}); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(r.Output)
+	}
+	return b.String()
+}
+
+// scWaitOutput waits (on the hub, not on time) until the session's output contains want.
+func scWaitOutput(t *testing.T, s *Session, want string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		end := s.hub.End()
+		data, _ := s.hub.Tail(1 << 20)
+		if strings.Contains(string(data), want) {
+			return
+		}
+		if err := s.hub.WaitFor(ctx, end); err != nil {
+			t.Fatalf("no %q in %q", want, data)
+		}
+	}
+}
+
+// TestRepaintRedraws: the repaint of a live session, written to a fresh terminal of the
+// same size, shows what the screen view shows, and brings the terminal up to the end.
+func TestRepaintRedraws(t *testing.T) {
+	t.Parallel()
+	m, c := scNewClient(t)
+	cases := []struct{ name, cmd string }{
+		{"main screen", `printf 'one\r\n\033[1;32mtwo\033[0m\r\n  three'; read -r x`},
+		{"alt screen, hidden cursor", `printf '\033[?1049h\033[?25l\033[H\033[2J~\r\n~\033[10;5H\033[7mstatus\033[0m\033[3;2H'; read -r x`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", tc.cmd}, Rows: 12, Cols: 40, WaitFor: "(two|status)"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := m.lookup(r.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, next := s.RepaintAt()
+			if next != s.hub.End() {
+				t.Errorf("repaint brings the client to %d, output ends at %d", next, s.hub.End())
+			}
+			if !slices.Equal(data, s.Repaint()) {
+				t.Errorf("Repaint and RepaintAt differ")
+			}
+			view, err := c.Read(context.Background(), ReadRequest{SessionID: r.SessionID, View: "screen"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			term := screen.NewTerminal(12, 40, nil)
+			defer term.Close()
+			term.Write(data)
+			got := term.Snapshot()
+			want := view.Screen
+			if !slices.Equal(got.Rows, want.Rows) || got.CursorRow != want.CursorRow ||
+				got.CursorCol != want.CursorCol || got.AltScreen != want.AltScreen {
+				t.Errorf("repainted %+v\nscreen view %+v", got, want)
+			}
+			c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\n", YieldTimeMs: ptr(0)})
+			scUntilExit(t, c, r)
+		})
+	}
+}
+
+// TestQueriesNotAnsweredWhileAttached: an attached human terminal answers queries itself,
+// so ptyhub stays silent (never two answers), and answers again after the detach.
+func TestQueriesNotAnsweredWhileAttached(t *testing.T) {
+	t.Parallel()
+	m, c := scNewClient(t)
+	cmd := `ask() { printf "\033[5n"; IFS= read -rs -t1 -dn r; echo "[${r#*[}]"; }; read -r x; ask; read -r y; ask`
+	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", cmd}, YieldTimeMs: ptr(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := m.Attach(r.SessionID, AttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "go\n", YieldTimeMs: ptr(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The program waits a second for the answer, then prints what it got.
+	s, err := m.lookup(r.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scWaitOutput(t, s, "]")
+	if data, _ := s.hub.Tail(1 << 20); !strings.Contains(string(data), "[]") {
+		t.Errorf("answered while a human was attached: %q", data)
+	}
+	a.Detach()
+	r, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "go\n", YieldTimeMs: ptr(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scWaitOutput(t, s, "[0]")
+	if data, _ := s.hub.Tail(1 << 20); strings.Count(string(data), "]") != 2 {
+		t.Errorf("output %q", data)
+	}
+	scUntilExit(t, c, r)
+}
+
+// TestScreenViewOfExitedSession: the screen stays readable after the exit, for pipes too.
+func TestScreenViewOfExitedSession(t *testing.T) {
+	t.Parallel()
+	_, c := scNewClient(t)
+	for _, tty := range []bool{true, false} {
+		r, err := c.Exec(context.Background(), ExecRequest{Cmd: `printf 'a\nb\n'`, TTY: &tty})
+		if err != nil {
+			t.Fatal(err)
+		}
+		scUntilExit(t, c, r)
+		v, err := c.Read(context.Background(), ReadRequest{SessionID: r.SessionID, View: "screen"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// On pipes there is no output processing: \n alone moves down, not to column 0.
+		want := map[bool]string{true: "a\nb", false: "a\n b"}[tty]
+		if v.Output != want || v.Screen == nil || len(v.Screen.Rows) != DefaultRows || v.Screen.CursorRow != 2 {
+			t.Errorf("tty %v: output %q screen %+v", tty, v.Output, v.Screen)
+		}
+	}
+}

@@ -1,0 +1,545 @@
+//go:build linux
+
+package session
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ptyhub/ptyhub/pty"
+)
+
+// The waiting-for-input detector (SPEC §3.3 case 2), from the kernel's view of the
+// terminal's foreground process group. What programs block in, measured on Linux 6.18:
+//
+//	cat, read -p, read -s, less, getpass   read(2) on the tty (fd 0, or fd 3 = /dev/tty)
+//	bash -i, python3 -q (GNU readline)     pselect6(1, {0}, …): fd 0 only
+//	node (libuv)                           epoll_pwait on an epoll set holding fd 0
+//	sleep / bash waiting on a child        nanosleep / wait4
+//	cat reading a pipe, a socket reader    read(2) on a pipe or socket
+//
+// The detector says "waiting" when, in this order:
+//  0. (cheap, first) output has settled — see 3; while output streams, nothing else is
+//     looked at, so a flood pays one poll(2) per look;
+//  1. no thread of any process of the foreground group is running, in disk sleep or
+//     stopped (/proc/PID/task/TID/stat), and at least one is blocked reading the terminal
+//     (/proc/PID/task/TID/syscall: read/readv on a tty fd, or select/poll/epoll whose
+//     interest set holds the tty; the fd is recognised by its device number);
+//  2. the terminal has no input that reader would take now: poll(2) on a copy of its
+//     very fd (pidfd_getfd) — the kernel flushes pending input buffer work first, so
+//     bytes just written are seen even before the program was woken;
+//  3. step 1 again: a reader that took the input just before step 2 is running now, or
+//     it has answered and blocked again;
+//  4. output has settled: poll(2) on the master finds nothing unread (again after a
+//     flush), the session's reader goroutine holds no bytes (pty.Master.ReadHold), and
+//     the agent cursor is at the end of the hub.
+//
+// When the kernel cannot tell — the tty is waited on together with a socket (ssh, nc), or
+// /proc or the fd is not readable (a setuid program) — the verdict is waitMaybe and the
+// caller requires the output to have been quiet for waitQuiet.
+//
+// /proc/PID/syscall, /proc/PID/mem and pidfd_getfd need ptrace access to the program:
+// the server is its ancestor (through the reaper), which Yama's ptrace_scope 1 allows.
+
+// waitState caches facts about the session's terminal for the detector. It is used only
+// under collectMu.
+type waitState struct {
+	dev     uint64 // st_rdev of /dev/pts/N; 0 until known
+	devErr  bool   // PeerDevice failed: recognise the tty by /dev/tty only
+	buf     []byte // scratch for /proc reads
+	visited []int  // scratch for the process walk
+}
+
+// waitVerdict is the outcome of one look at the terminal's foreground.
+type waitVerdict uint8
+
+const (
+	waitNo    waitVerdict = iota
+	waitYes               // the kernel says the program waits for the terminal
+	waitMaybe             // the kernel cannot tell: require quiet output
+)
+
+// Detection methods reported in Result.WaitDetection.
+const (
+	methodRead  = "tty_read"
+	methodPoll  = "tty_poll"
+	methodQuiet = "quiet"
+)
+
+// waitDetectionAvailable says whether this platform has the kernel-based detector.
+const waitDetectionAvailable = true
+
+// maxWaitProcs bounds the processes one look examines (a huge foreground pipeline is not
+// waiting at a prompt; it is not worth a long /proc walk either).
+const maxWaitProcs = 256
+
+var devTTY = unix.Mkdev(5, 0)
+
+// ttyReader is a thread found blocked reading the terminal.
+type ttyReader struct {
+	pid, fd int
+}
+
+// probeWait looks once at the foreground process group of s's terminal. It must be called
+// with collectMu held (it compares the agent cursor with the hub). It reads a few /proc
+// files per process and thread of the foreground group and makes a few syscalls; it
+// changes nothing.
+func (s *Session) probeWait() (waitVerdict, string) {
+	if !s.tty || s.isExited() {
+		return waitNo, ""
+	}
+	w := &s.wait
+	if w.buf == nil {
+		w.buf = make([]byte, 4096)
+	}
+	if w.dev == 0 && !w.devErr {
+		d, err := s.master.PeerDevice()
+		w.dev, w.devErr = d, err != nil
+	}
+	// Cheap first: while output is still coming (a flood), skip the /proc walk. The
+	// exact check of the same facts comes last, after the threads were seen blocked.
+	if !s.outputSettled() {
+		return waitNo, ""
+	}
+	pgrp, err := s.master.ForegroundPgrp()
+	if err != nil || pgrp <= 0 {
+		return waitNo, ""
+	}
+	sc := s.scanForeground(pgrp)
+	if sc.busy || !sc.found && !sc.maybe {
+		return waitNo, ""
+	}
+	if sc.found {
+		// Has the reader taken what was typed? poll(2) on its own fd says whether a read
+		// would return now, after flushing what the kernel has not delivered yet.
+		pending, ok := ttyInputPending(sc.reader.pid, sc.reader.fd)
+		if !ok {
+			pending, ok = slaveInputPending(s.master)
+		}
+		if ok && pending {
+			return waitNo, ""
+		}
+		if !ok {
+			sc.maybe = true
+		}
+		// Look again: the reader may have taken the input just before the poll and not
+		// yet answered. Blocked again now, it has answered (or waits for more).
+		again := s.scanForeground(pgrp)
+		if again.busy || !again.found && !again.maybe {
+			return waitNo, ""
+		}
+		again.maybe = again.maybe || sc.maybe
+		sc = again
+	}
+	// Output settled: nothing unread at the master (flushed first), nothing held by the
+	// reader goroutine, nothing unread in the hub. Checked after the threads, which were
+	// blocked, so everything they printed before is covered.
+	if !s.outputSettled() {
+		return waitNo, ""
+	}
+	if sc.maybe {
+		// Some thread's wait is unknown (perhaps besides a tty reader): the kernel alone
+		// does not settle it.
+		return waitMaybe, methodQuiet
+	}
+	return waitYes, sc.method
+}
+
+// outputSettled reports whether every byte the program printed is in the hub and read
+// by the agent cursor: nothing unread at the master (poll flushes the kernel's pending
+// buffer work first), nothing held by the reader goroutine, nothing unread in the hub.
+// The order matters: see pty.Master.ReadHold. Called with collectMu held.
+func (s *Session) outputSettled() bool {
+	if pending, err := s.master.OutputPending(); err != nil || pending {
+		return false
+	}
+	return !s.readHeld.Load() && s.hub.End() == s.cursor
+}
+
+// fgScan is one pass over the threads of the foreground process group.
+type fgScan struct {
+	busy   bool      // some thread runs, is in disk sleep or stopped
+	found  bool      // some thread is blocked reading the terminal: reader
+	reader ttyReader // the first such thread's process and terminal fd
+	maybe  bool      // some thread's wait could not be told
+	method string    // methodRead, or methodPoll if a reader waits in select/poll/epoll
+}
+
+// scanForeground examines every thread of every process of group pgrp. It stops at the
+// first busy thread.
+func (s *Session) scanForeground(pgrp int) (sc fgScan) {
+	w := &s.wait
+	sc.method = methodRead
+	examined, sawLeader := 0, false
+	// check examines every thread of process pid; false means busy.
+	check := func(pid, nthreads int) bool {
+		examined++
+		tids := []int{pid}
+		if nthreads > 1 {
+			tids = listTasks(pid)
+		}
+		for _, tid := range tids {
+			st, ok := w.threadState(pid, tid)
+			if !ok {
+				continue // gone
+			}
+			switch st {
+			case 'S', 'I':
+			case 'Z', 'X':
+				continue
+			default: // R, D, T, t, W, P: running, disk sleep, stopped, traced
+				return false
+			}
+			k, fd := w.classify(pid, tid)
+			switch k {
+			case blockBusy:
+				return false
+			case blockTTYRead, blockTTYPoll:
+				if !sc.found {
+					sc.reader, sc.found = ttyReader{pid, fd}, true
+				}
+				if k == blockTTYPoll {
+					sc.method = methodPoll
+				}
+			case blockUnknown:
+				sc.maybe = true
+			}
+		}
+		return true
+	}
+	// Walk the session's tree from its leader; the foreground group is almost always in
+	// it. Its group leader is examined too, in case it escaped the tree.
+	w.visited = append(w.visited[:0], s.pid)
+	for i := 0; i < len(w.visited) && i < maxWaitProcs; i++ {
+		pid := w.visited[i]
+		st, ok := w.procStat(pid)
+		if !ok {
+			continue
+		}
+		if st.pgrp == pgrp {
+			sawLeader = sawLeader || pid == pgrp
+			if st.state != 'Z' && st.state != 'X' && !check(pid, st.threads) {
+				return fgScan{busy: true}
+			}
+		}
+		w.visited = w.appendChildren(w.visited, pid, st.threads)
+	}
+	if !sawLeader {
+		if st, ok := w.procStat(pgrp); ok && st.pgrp == pgrp && st.state != 'Z' && st.state != 'X' {
+			if !check(pgrp, st.threads) {
+				return fgScan{busy: true}
+			}
+		}
+	}
+	if examined == 0 {
+		return fgScan{}
+	}
+	return sc
+}
+
+// procStat is what the detector needs from /proc/PID/stat.
+type procStat struct {
+	state   byte
+	pgrp    int
+	threads int
+}
+
+func (w *waitState) procStat(pid int) (procStat, bool) {
+	b, ok := w.read("/proc/" + strconv.Itoa(pid) + "/stat")
+	if !ok {
+		return procStat{}, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return procStat{}, false
+	}
+	f := bytes.Fields(b[i+2:])
+	if len(f) < 18 {
+		return procStat{}, false
+	}
+	p := procStat{state: f[0][0]}
+	p.pgrp, _ = strconv.Atoi(string(f[2]))
+	p.threads, _ = strconv.Atoi(string(f[17]))
+	return p, true
+}
+
+func (w *waitState) threadState(pid, tid int) (byte, bool) {
+	b, ok := w.read("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/stat")
+	if !ok {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, false
+	}
+	return b[i+2], true
+}
+
+// appendChildren appends the children of every thread of pid.
+func (w *waitState) appendChildren(out []int, pid, nthreads int) []int {
+	tids := []int{pid}
+	if nthreads > 1 {
+		tids = listTasks(pid)
+	}
+	for _, tid := range tids {
+		b, ok := w.read("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/children")
+		if !ok {
+			continue
+		}
+		for _, f := range bytes.Fields(b) {
+			if c, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func listTasks(pid int) []int {
+	d, err := os.Open("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return nil
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	tids := make([]int, 0, len(names))
+	for _, n := range names {
+		if t, err := strconv.Atoi(n); err == nil {
+			tids = append(tids, t)
+		}
+	}
+	return tids
+}
+
+// read reads a small /proc file into the scratch buffer.
+func (w *waitState) read(path string) ([]byte, bool) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	n, err := unix.Read(fd, w.buf)
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return nil, false
+	}
+	return w.buf[:n], true
+}
+
+// blockKind is what a sleeping thread waits for.
+type blockKind uint8
+
+const (
+	blockOther   blockKind = iota // something else: a child, a timer, a pipe, a socket
+	blockTTYRead                  // read(2)/readv(2) on the terminal
+	blockTTYPoll                  // select/poll/epoll on the terminal among internal fds
+	blockUnknown                  // cannot tell (unreadable, or the tty among sockets)
+	blockBusy                     // the thread is running after all
+)
+
+// classify reads /proc/PID/task/TID/syscall and decides what the thread waits for. fd is
+// the terminal fd for blockTTYRead and blockTTYPoll.
+func (w *waitState) classify(pid, tid int) (blockKind, int) {
+	b, ok := w.read("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/syscall")
+	if !ok {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid)); err != nil {
+			return blockOther, 0 // gone
+		}
+		return blockUnknown, 0 // not allowed to look (a setuid program)
+	}
+	f := bytes.Fields(b)
+	if len(f) == 0 || string(f[0]) == "running" {
+		return blockBusy, 0
+	}
+	nr, err := strconv.ParseInt(string(f[0]), 10, 64)
+	if err != nil || nr < 0 || len(f) < 7 {
+		return blockOther, 0 // blocked outside a syscall (e.g. a page fault)
+	}
+	var args [6]uint64
+	for i := range args {
+		args[i], _ = strconv.ParseUint(string(bytes.TrimPrefix(f[i+1], []byte("0x"))), 16, 64)
+	}
+	switch nr {
+	case unix.SYS_READ, unix.SYS_READV:
+		fd := int(args[0])
+		switch w.fdKind(pid, fd) {
+		case fdTTY:
+			return blockTTYRead, fd
+		case fdUnknown:
+			return blockUnknown, 0
+		}
+		return blockOther, 0
+	case unix.SYS_PSELECT6, sysSelect:
+		nfds, readfds := int(min(args[0], 1024)), args[1]
+		if readfds == 0 || nfds <= 0 {
+			return blockOther, 0
+		}
+		if nfds == 1 { // only fd 0 can be in the set: no need to read it
+			return w.pollSet(pid, []int{0})
+		}
+		set, ok := readMem(pid, readfds, (nfds+7)/8)
+		if !ok {
+			return blockUnknown, 0
+		}
+		var fds []int
+		for fd := 0; fd < nfds; fd++ {
+			if set[fd/8]&(1<<(fd%8)) != 0 {
+				fds = append(fds, fd)
+			}
+		}
+		return w.pollSet(pid, fds)
+	case unix.SYS_PPOLL, sysPoll:
+		n := int(min(args[1], 256))
+		if n == 0 {
+			return blockOther, 0
+		}
+		raw, ok := readMem(pid, args[0], n*8)
+		if !ok {
+			return blockUnknown, 0
+		}
+		var fds []int
+		for i := 0; i < n; i++ {
+			fd := int32(binary.NativeEndian.Uint32(raw[i*8:]))
+			ev := binary.NativeEndian.Uint16(raw[i*8+4:])
+			if fd >= 0 && ev&(unix.POLLIN|unix.POLLPRI) != 0 {
+				fds = append(fds, int(fd))
+			}
+		}
+		return w.pollSet(pid, fds)
+	case unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2, sysEpollWait:
+		fds, ok := w.epollSet(pid, int(args[0]))
+		if !ok {
+			return blockUnknown, 0
+		}
+		return w.pollSet(pid, fds)
+	}
+	return blockOther, 0
+}
+
+// pollSet classifies a wait on several fds: the terminal among internal fds (pipes,
+// eventfds, timers) is waiting for the terminal; the terminal among sockets cannot be
+// told apart from waiting on the network.
+func (w *waitState) pollSet(pid int, fds []int) (blockKind, int) {
+	tty, other := -1, false
+	for _, fd := range fds {
+		switch w.fdKind(pid, fd) {
+		case fdTTY:
+			if tty < 0 {
+				tty = fd
+			}
+		case fdSocket, fdUnknown:
+			other = true
+		}
+	}
+	switch {
+	case tty < 0:
+		return blockOther, 0
+	case other:
+		return blockUnknown, 0
+	}
+	return blockTTYPoll, tty
+}
+
+// epollSet lists the fds an epoll instance watches for input (/proc/PID/fdinfo/EPFD).
+func (w *waitState) epollSet(pid, epfd int) ([]int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + strconv.Itoa(epfd))
+	if err != nil {
+		return nil, false
+	}
+	var fds []int
+	for line := range bytes.Lines(b) {
+		// "tfd:        0 events:       19 data: …"
+		rest, ok := bytes.CutPrefix(line, []byte("tfd:"))
+		if !ok {
+			continue
+		}
+		f := bytes.Fields(rest)
+		if len(f) < 3 || string(f[1]) != "events:" {
+			continue
+		}
+		fd, err1 := strconv.Atoi(string(f[0]))
+		ev, err2 := strconv.ParseUint(string(f[2]), 16, 32)
+		if err1 == nil && err2 == nil && ev&(unix.EPOLLIN|unix.EPOLLPRI) != 0 {
+			fds = append(fds, fd)
+		}
+	}
+	return fds, true
+}
+
+type fdKindT uint8
+
+const (
+	fdOther fdKindT = iota
+	fdTTY
+	fdSocket
+	fdUnknown
+)
+
+// fdKind says whether fd of process pid is the session's terminal (its /dev/pts/N, or
+// /dev/tty, which is the controlling terminal of every process of the session).
+func (w *waitState) fdKind(pid, fd int) fdKindT {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(fd), &st); err != nil {
+		if err == unix.EACCES || err == unix.EPERM {
+			return fdUnknown
+		}
+		return fdOther
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFCHR:
+		if st.Rdev == devTTY || w.dev != 0 && st.Rdev == w.dev {
+			return fdTTY
+		}
+	case unix.S_IFSOCK:
+		return fdSocket
+	}
+	return fdOther
+}
+
+// readMem reads n bytes of process pid's memory at addr (/proc/PID/mem).
+func readMem(pid int, addr uint64, n int) ([]byte, bool) {
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/mem", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, n)
+	m, err := unix.Pread(fd, buf, int64(addr))
+	return buf, err == nil && m == n
+}
+
+// ttyInputPending asks, through a copy of process pid's own terminal fd (pidfd_getfd),
+// whether a read would return data now. ok is false when the copy cannot be had.
+func ttyInputPending(pid, fd int) (pending, ok bool) {
+	pfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return false, false
+	}
+	defer unix.Close(pfd)
+	dup, err := unix.PidfdGetfd(pfd, fd, 0)
+	if err != nil {
+		return false, false
+	}
+	defer unix.Close(dup)
+	p, err := pty.PollIn(dup)
+	return p, err == nil
+}
+
+// slaveInputPending is the fallback of ttyInputPending when pidfd_getfd is not available:
+// it opens the slave (without making it a controlling terminal) and polls it.
+func slaveInputPending(m *pty.Master) (pending, ok bool) {
+	name, err := m.PeerName()
+	if err != nil {
+		return false, false
+	}
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, false
+	}
+	defer unix.Close(fd)
+	p, err := pty.PollIn(fd)
+	return p, err == nil
+}

@@ -1,0 +1,10 @@
+package session
+
+import "golang.org/x/sys/unix"
+
+// The older waiting syscalls that only some architectures have.
+const (
+	sysSelect    = unix.SYS_SELECT
+	sysPoll      = unix.SYS_POLL
+	sysEpollWait = unix.SYS_EPOLL_WAIT
+)

@@ -1,0 +1,66 @@
+package ptyhub_test
+
+import (
+	"context"
+	osexec "os/exec"
+	"strings"
+	"testing"
+
+	"github.com/ptyhub/ptyhub/session"
+)
+
+// End-to-end: the yield window ends when the program waits for input (SPEC §3.3 case 2),
+// through session.Client, without wait_for.
+
+func wE2EClient(t *testing.T) *session.Client {
+	t.Helper()
+	m, err := session.NewManager(session.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	return m.NewClient("waiting-e2e")
+}
+
+func wMsE2E(v int64) *int64 { return &v }
+
+func TestWaitingForInputE2E(t *testing.T) {
+	t.Parallel()
+	if _, err := osexec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	c := wE2EClient(t)
+	ctx := context.Background()
+
+	// exec python3 -q comes back at the prompt, not at the 10 s deadline.
+	r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"python3", "-q"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
+	if r.ReturnedBecause != session.BecauseWaitingForInput || !strings.HasSuffix(r.Output, ">>> ") {
+		t.Fatalf("exec: returned because %q after %.1f ms with %q, want waiting_for_input at \">>> \"", r.ReturnedBecause, r.WallTimeMs, r.Output)
+	}
+	if !strings.Contains(r.Text(), "\nWaiting for input\n") {
+		t.Errorf("text lacks the waiting line:\n%s", r.Text())
+	}
+	// A REPL turn: the answer and the next prompt, no wait_for.
+	for i := range 5 {
+		r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: "1+1\n", YieldTimeMs: wMsE2E(10_000)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ReturnedBecause != session.BecauseWaitingForInput || !strings.Contains(r.Output, "\n2\n>>> ") {
+			t.Fatalf("turn %d: returned because %q after %.1f ms with %q, want waiting_for_input with 2 and the prompt", i, r.ReturnedBecause, r.WallTimeMs, r.Output)
+		}
+	}
+
+	// A program that sleeps then prints is not waiting: the call ends at its exit.
+	r, err = c.Exec(ctx, session.ExecRequest{Cmd: "sleep 1; echo done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ReturnedBecause != session.BecauseExit || !strings.Contains(r.Output, "done") {
+		t.Fatalf("sleep: returned because %q after %.1f ms with %q, want exit with done", r.ReturnedBecause, r.WallTimeMs, r.Output)
+	}
+}
