@@ -37,7 +37,7 @@ func report(b *testing.B, floor, prod []time.Duration) {
 }
 
 func benchClient(b *testing.B) *session.Client {
-	m, err := session.NewManager(session.Options{MaxSessions: 1 << 20})
+	m, err := session.NewManager(session.Options{MaxSessions: 1 << 20, NoRecord: os.Getenv("NOREC") != ""})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,6 +64,7 @@ func bareSpawn(b *testing.B, argv ...string) {
 }
 
 // BenchmarkExecTrue: exec_command of /bin/true against spawning it on a bare pty.
+// NOREC=1 turns transcripts off, to see what recording costs.
 func BenchmarkExecTrue(b *testing.B) {
 	c := benchClient(b)
 	var floor, prod []time.Duration
