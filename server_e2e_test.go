@@ -212,12 +212,6 @@ func (tm *svTerm) waitFor(from int, want string) int {
 	}
 }
 
-func (tm *svTerm) len() int {
-	tm.mu.Lock()
-	defer tm.mu.Unlock()
-	return tm.screen.Len()
-}
-
 // typ types s at the terminal.
 func (tm *svTerm) typ(s string) {
 	tm.t.Helper()
@@ -634,4 +628,47 @@ func TestServerAgentAndHuman(t *testing.T) {
 	tm.wait()
 	cs.Close()
 	svWait(t, "the agent's session to end with the agent", func() bool { return len(svSessionPids(uuid)) == 0 })
+}
+
+// TestServerLogs: `ptyhub logs` reads the transcript on disk — the whole output as text,
+// --raw, --cast, a follow that ends with the session, and a session the server has
+// forgotten (removed), found by its UUID.
+func TestServerLogs(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	out := h.ok("exec", "--json", "-c", `seq 1 3000; printf '\033[31mred\033[0m\n'`)
+	var r session.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.State != session.StateExited {
+		t.Fatalf("exec: %v %s", err, out)
+	}
+	var want strings.Builder
+	for i := 1; i <= 3000; i++ {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	want.WriteString("red\n")
+	// -f returns at the end marker: the transcript is complete after it.
+	follow := h.ok("logs", "-f", r.SessionID)
+	if !strings.HasPrefix(follow, want.String()) || !strings.Contains(follow, "[session ended: exited with code 0]") {
+		t.Errorf("logs -f: %q…", follow[:min(len(follow), 200)])
+	}
+	if got := h.ok("logs", r.SessionID); got != follow {
+		t.Errorf("logs and logs -f differ")
+	}
+	if raw := h.ok("logs", "--raw", r.SessionID); !strings.Contains(raw, "2999\r\n3000\r\n\x1b[31mred") {
+		t.Errorf("logs --raw lacks the raw bytes")
+	}
+	path := strings.TrimSpace(h.ok("logs", "--cast", r.SessionID))
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 || !strings.HasSuffix(path, r.UUID+".cast") {
+		t.Errorf("logs --cast: %q %v", path, err)
+	}
+	h.ok("rm", r.SessionID)
+	if got := h.ok("logs", r.UUID[:13]); got != follow {
+		t.Errorf("logs of a removed session by UUID prefix differs")
+	}
+	if all := h.ok("logs", "--all"); !strings.Contains(all, r.UUID) || !strings.Contains(all, "exited with code 0") {
+		t.Errorf("logs --all: %q", all)
+	}
+	if _, errs, code := h.run("logs", "no-such-session"); code == 0 || !strings.Contains(errs, "no session or transcript") {
+		t.Errorf("logs of an unknown id: status %d, %q", code, errs)
+	}
 }

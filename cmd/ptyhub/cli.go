@@ -13,6 +13,7 @@ import (
 	"github.com/ptyhub/ptyhub/server"
 	"github.com/ptyhub/ptyhub/session"
 	"github.com/ptyhub/ptyhub/termtext"
+	"github.com/ptyhub/ptyhub/transcript"
 )
 
 // parseMixed parses flags that may come before or after the positional arguments
@@ -344,31 +345,119 @@ func killOrRemove(ctx context.Context, cmd, socket string, req session.KillReque
 }
 
 const logsHelp = `Usage:
-  ptyhub logs ID [-f] [--text]
+  ptyhub logs ID [-f] [--raw] [--cast]
+  ptyhub logs --all
 
-Prints everything session ID printed that the server still holds, as printed (escape
-sequences included, so 'less -R' shows colours); --text removes them. -f keeps printing
-new output until the session ends or you press Ctrl-C.
+Prints everything session ID printed, from its transcript on disk
+($XDG_STATE_HOME/ptyhub/sessions/UUID.cast), so output that has long left memory, and
+sessions the server no longer knows (pruned, removed, or from before a restart), can
+still be read. ID is the short number, the UUID or a unique UUID prefix.
+
+The text view is the default (escape sequences removed, progress bars collapsed);
+--raw prints the bytes as recorded ('less -R' shows the colours). Markers such as
+[session ended: exited with code 0] and [N bytes of hidden input] are shown on lines of
+their own. -f keeps printing until the session ends or you press Ctrl-C. --cast prints
+the path of the asciicast file instead ('asciinema play $(ptyhub logs --cast 3)').
+--all lists every transcript on disk.
 `
 
 func runLogs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("logs", logsHelp)
 	follow := fs.Bool("f", false, "follow: keep printing new output until the session ends")
-	text := fs.Bool("text", false, "remove escape sequences")
+	raw := fs.Bool("raw", false, "print the output as recorded, escape sequences included")
+	fs.Bool("text", true, "the text view (the default; kept for compatibility)")
 	cast := fs.Bool("cast", false, "print the path of the session's asciicast transcript")
+	all := fs.Bool("all", false, "list every transcript on disk")
 	socket := socketFlag(fs)
 	pos, code, done := fs.parseMixed(args, stdout, stderr)
 	if done {
 		return code
 	}
+	dir, err := transcript.SessionsDir("")
+	if err != nil {
+		return fail(stderr, "logs", err)
+	}
+	if *all {
+		if len(pos) != 0 {
+			return usageError(stderr, "logs", "--all takes no session ID")
+		}
+		return listTranscripts(dir, stdout, stderr)
+	}
 	if len(pos) != 1 {
-		return usageError(stderr, "logs", "give one session ID")
+		return usageError(stderr, "logs", "give one session ID (or --all)")
 	}
+	uuid := transcriptUUID(ctx, *socket, pos[0])
+	if uuid == "" {
+		info, err := transcript.Find(dir, pos[0])
+		if err != nil {
+			return fail(stderr, "logs", fmt.Errorf("no session or transcript %q (ptyhub logs --all lists the transcripts): %w", pos[0], err))
+		}
+		uuid = info.UUID
+	}
+	path := transcript.Path(dir, uuid)
 	if *cast {
-		fmt.Fprintln(stderr, "ptyhub logs: --cast: this version keeps no transcripts on disk yet")
-		return exitError
+		fmt.Fprintln(stdout, path)
+		return 0
 	}
-	return readOutput(ctx, "logs", *socket, pos[0], !*text, 0, 0, *follow, stdout, stderr)
+	rc, err := transcript.Output(ctx, path, transcript.OutputOptions{Follow: *follow, Markers: true, Text: !*raw})
+	if err != nil {
+		return fail(stderr, "logs", err)
+	}
+	defer rc.Close()
+	if _, err := io.Copy(stdout, rc); err != nil && !errors.Is(err, context.Canceled) {
+		return fail(stderr, "logs", err)
+	}
+	return 0
+}
+
+// transcriptUUID asks the server for the UUID of session id; "" when it does not know it
+// (or there is no server: the transcripts on disk are searched then).
+func transcriptUUID(ctx context.Context, socket, id string) string {
+	c, err := dial(ctx, socket, "logs", false)
+	if err != nil {
+		return ""
+	}
+	defer c.Close(ctx, true)
+	l, err := c.List(ctx)
+	if err != nil {
+		return ""
+	}
+	var match string
+	for _, s := range l.Sessions {
+		if s.SessionID == id || s.UUID == id {
+			return s.UUID
+		}
+		if strings.HasPrefix(s.UUID, strings.ToLower(id)) {
+			if match != "" {
+				return "" // ambiguous here: let the transcript search say so
+			}
+			match = s.UUID
+		}
+	}
+	return match
+}
+
+// listTranscripts prints one line per transcript on disk, oldest first.
+func listTranscripts(dir string, stdout, stderr io.Writer) int {
+	infos, err := transcript.List(dir)
+	if err != nil {
+		return fail(stderr, "logs", err)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "UUID\tSTARTED\tSIZE\tSTATE\tCOMMAND")
+	for _, in := range infos {
+		state := in.Ended
+		switch {
+		case in.Live:
+			state = "recording"
+		case state == "":
+			state = "unfinished"
+		}
+		started := time.Unix(in.Header.Timestamp, 0).Format("2006-01-02 15:04:05")
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", in.UUID, started, in.Size, state, in.Header.Command)
+	}
+	tw.Flush()
+	return 0
 }
 
 const screenHelp = `Usage:
