@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	osexec "os/exec"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,30 +15,7 @@ import (
 )
 
 // Benchmarks of the waiting-for-input return (SPEC §7), each against a floor measured in
-// the same run, sample by sample: floor-ms and ptyhub-ms are medians, over-ms their
-// difference.
-
-func wBenchMedian(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func wBenchReport(b *testing.B, floor, prod []time.Duration) {
-	f, p := wBenchMedian(floor), wBenchMedian(prod)
-	b.ReportMetric(float64(f.Microseconds())/1000, "floor-ms")
-	b.ReportMetric(float64(p.Microseconds())/1000, "ptyhub-ms")
-	b.ReportMetric(float64((p-f).Microseconds())/1000, "over-ms")
-}
-
-func wBenchClient(b *testing.B) *session.Client {
-	m, err := session.NewManager(session.Options{MaxSessions: 1 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { m.Close(context.Background()) })
-	return m.NewClient("bench-wait")
-}
+// the same run, sample by sample (helpers in bench_test.go).
 
 // wBarePython starts python3 -q on a bare pty; read returns once want was read.
 func wBarePython(b *testing.B) (m *pty.Master, read func(want string), stop func()) {
@@ -80,7 +56,7 @@ func BenchmarkWaitREPLTurn(b *testing.B) {
 	m, read, stop := wBarePython(b)
 	defer stop()
 	read(">>> ")
-	c := wBenchClient(b)
+	c := benchClient(b)
 	ctx := context.Background()
 	r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"python3", "-q"}})
 	if err != nil || r.ReturnedBecause != session.BecauseWaitingForInput {
@@ -101,7 +77,7 @@ func BenchmarkWaitREPLTurn(b *testing.B) {
 			b.Fatalf("turn %d: %v %s %q", len(prod), err, r.ReturnedBecause, r.Output)
 		}
 	}
-	wBenchReport(b, floor, prod)
+	report(b, floor, prod)
 }
 
 // BenchmarkWaitExecPython: exec_command of python3 -q returning at its first prompt,
@@ -110,7 +86,7 @@ func BenchmarkWaitExecPython(b *testing.B) {
 	if _, err := osexec.LookPath("python3"); err != nil {
 		b.Skip("python3 not installed")
 	}
-	c := wBenchClient(b)
+	c := benchClient(b)
 	ctx := context.Background()
 	var floor, prod []time.Duration
 	for b.Loop() {
@@ -127,5 +103,5 @@ func BenchmarkWaitExecPython(b *testing.B) {
 		}
 		c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
 	}
-	wBenchReport(b, floor, prod)
+	report(b, floor, prod)
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,13 +142,13 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	// Closing the client closed ptyhub's stdin: ptyhub exits and ends its sessions.
 	if pid, _ := steps["connect"]["pid"].(float64); pid > 0 {
 		e2eWaitGone(t, "ptyhub mcp", func() []int {
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d", int(pid))); err == nil && !e2eZombie(int(pid)) {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", int(pid))); err == nil && !isZombie(int(pid)) {
 				return []int{int(pid)}
 			}
 			return nil
 		})
 	}
-	e2eWaitGone(t, "session processes", func() []int { return e2eMarked(marker) })
+	e2eWaitGone(t, "session processes", func() []int { return procsWithEnv("PTYHUB_TEST_MARKER=" + marker) })
 	if t.Failed() {
 		t.Logf("client stderr:\n%s", stderr.String())
 	}
@@ -226,33 +225,6 @@ func e2eBuildPtyhub(t *testing.T) string {
 		t.Fatalf("go build ./cmd/ptyhub: %v\n%s", err, out)
 	}
 	return bin
-}
-
-// e2eMarked lists live processes whose environment holds PTYHUB_TEST_MARKER=marker.
-func e2eMarked(marker string) []int {
-	want := []byte("PTYHUB_TEST_MARKER=" + marker + "\x00")
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && bytes.Contains(env, want) && !e2eZombie(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-func e2eZombie(pid int) bool {
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(st, ')')
-	return i > 0 && len(st) > i+2 && st[i+2] == 'Z'
 }
 
 // e2eWaitGone waits up to 10 s for list to return nothing.

@@ -66,7 +66,7 @@ func svNew(t *testing.T) *svHub {
 func (h *svHub) serverPID() int {
 	b, _ := os.ReadFile(h.socket + ".lock")
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if pid <= 0 || syscall.Kill(pid, 0) != nil || svZombie(pid) {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil || isZombie(pid) {
 		return 0
 	}
 	return pid
@@ -75,7 +75,7 @@ func (h *svHub) serverPID() int {
 func (h *svHub) stop() {
 	if pid := h.serverPID(); pid > 0 {
 		syscall.Kill(pid, syscall.SIGTERM)
-		svWait(h.t, "server exit", func() bool { return syscall.Kill(pid, 0) != nil || svZombie(pid) })
+		svWait(h.t, "server exit", func() bool { return syscall.Kill(pid, 0) != nil || isZombie(pid) })
 	}
 }
 
@@ -245,33 +245,6 @@ func (tm *svTerm) sane() {
 			tm.t.Errorf("terminal not restored: no %q in stty -a:\n%s", f, out)
 		}
 	}
-}
-
-func svZombie(pid int) bool {
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(st, ')')
-	return i > 0 && len(st) > i+2 && st[i+2] == 'Z'
-}
-
-// svSessionPids lists live processes whose environment has PTYHUB_SESSION=uuid.
-func svSessionPids(uuid string) []int {
-	want := []byte("PTYHUB_SESSION=" + uuid + "\x00")
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && bytes.Contains(env, want) && !svZombie(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 // svWait polls cond (a process state, which has no event to wait on) for up to 20 s.
@@ -567,16 +540,16 @@ func TestServerKill9(t *testing.T) {
 		t.Fatalf("exec: %s", errs)
 	}
 	pid := h.serverPID()
-	if pid == 0 || len(svSessionPids(uuid)) == 0 {
-		t.Fatalf("server pid %d, session pids %v", pid, svSessionPids(uuid))
+	if pid == 0 || len(procsWithEnv("PTYHUB_SESSION="+uuid)) == 0 {
+		t.Fatalf("server pid %d, session pids %v", pid, procsWithEnv("PTYHUB_SESSION="+uuid))
 	}
 	var list session.ListResult
 	json.Unmarshal([]byte(h.ok("ls", "--json")), &list)
 	syscall.Kill(pid, syscall.SIGKILL)
 	for _, s := range list.Sessions {
-		svWait(t, "session "+s.SessionID+"'s processes to die", func() bool { return len(svSessionPids(s.UUID)) == 0 })
+		svWait(t, "session "+s.SessionID+"'s processes to die", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+s.UUID)) == 0 })
 	}
-	svWait(t, "the server to die", func() bool { return syscall.Kill(pid, 0) != nil || svZombie(pid) })
+	svWait(t, "the server to die", func() bool { return syscall.Kill(pid, 0) != nil || isZombie(pid) })
 	out := h.ok("ls", "--json")
 	json.Unmarshal([]byte(out), &list)
 	if len(list.Sessions) != 0 {
@@ -627,7 +600,7 @@ func TestServerAgentAndHuman(t *testing.T) {
 	tm.typ("\x1d")
 	tm.wait()
 	cs.Close()
-	svWait(t, "the agent's session to end with the agent", func() bool { return len(svSessionPids(uuid)) == 0 })
+	svWait(t, "the agent's session to end with the agent", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+uuid)) == 0 })
 }
 
 // TestServerLogs: `ptyhub logs` reads the transcript on disk — the whole output as text,

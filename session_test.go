@@ -266,33 +266,6 @@ func TestWaitFor(t *testing.T) {
 	}
 }
 
-// pidsWithSession lists live processes whose environment carries PTYHUB_SESSION=uuid.
-func pidsWithSession(uuid string) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue
-		}
-		if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
-			if i := strings.LastIndexByte(string(st), ')'); i > 0 && len(st) > i+2 && st[i+2] == 'Z' {
-				continue
-			}
-		}
-		for _, kv := range strings.Split(string(b), "\x00") {
-			if kv == "PTYHUB_SESSION="+uuid {
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
-}
-
 // TestKillSessionTree: an interactive bash with a plain job, a job ignoring HUP and TERM,
 // a nohup job, a setsid escaper and a foreground job; kill_session leaves nothing.
 func TestKillSessionTree(t *testing.T) {
@@ -304,7 +277,7 @@ func TestKillSessionTree(t *testing.T) {
 	if r.ReturnedBecause != session.BecausePattern {
 		t.Fatalf("jobs did not start: %q", r.Output)
 	}
-	if n := len(pidsWithSession(r.UUID)); n < 5 {
+	if n := len(procsWithEnv("PTYHUB_SESSION=" + r.UUID)); n < 5 {
 		t.Fatalf("expected at least 5 processes in the session (bash and 4 jobs), found %d", n)
 	}
 	k, err := c.Kill(context.Background(), session.KillRequest{SessionID: r.SessionID})
@@ -314,7 +287,7 @@ func TestKillSessionTree(t *testing.T) {
 	if k.State != session.StateExited {
 		t.Errorf("state after kill: %s", k.State)
 	}
-	if left := pidsWithSession(r.UUID); len(left) > 0 {
+	if left := procsWithEnv("PTYHUB_SESSION=" + r.UUID); len(left) > 0 {
 		var desc []string
 		for _, pid := range left {
 			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
@@ -338,7 +311,7 @@ func TestSurvivorsNamed(t *testing.T) {
 	if !strings.Contains(names, "sleep 1007") || !strings.Contains(names, "sleep 1008") {
 		t.Errorf("survivors not named: %v", r.Survivors)
 	}
-	for i := 0; i < 1000 && len(pidsWithSession(r.UUID)) > 0; i++ {
+	for i := 0; i < 1000 && len(procsWithEnv("PTYHUB_SESSION="+r.UUID)) > 0; i++ {
 		c.List(context.Background()) // the sweep finishes aside; wait on the process table
 	}
 }
@@ -370,7 +343,7 @@ func TestPruning(t *testing.T) {
 		live[s.UUID] = true
 	}
 	for _, u := range uuids {
-		if n := len(pidsWithSession(u)); live[u] != (n == 1) {
+		if n := len(procsWithEnv("PTYHUB_SESSION=" + u)); live[u] != (n == 1) {
 			t.Errorf("session %s listed=%v has %d processes", u, live[u], n)
 		}
 	}
