@@ -51,6 +51,13 @@ type Hub struct {
 	closed bool
 	err    error
 	notify chan struct{} // nil unless someone waits; closed and cleared by Write and Close
+	at     []atWaiter    // NotifyAt waiters, woken once End reaches their offset
+}
+
+// atWaiter is one NotifyAt call.
+type atWaiter struct {
+	off int64
+	ch  chan struct{}
 }
 
 // New returns an empty, open hub that keeps the most recent retain bytes
@@ -137,6 +144,33 @@ func (h *Hub) wake() {
 		close(h.notify)
 		h.notify = nil
 	}
+	if len(h.at) > 0 {
+		kept := h.at[:0]
+		for _, w := range h.at {
+			if h.closed || h.end >= w.off {
+				close(w.ch)
+			} else {
+				kept = append(kept, w)
+			}
+		}
+		clear(h.at[len(kept):])
+		h.at = kept
+	}
+}
+
+// NotifyAt returns a channel that is closed once End() reaches off (at once if it has)
+// or the hub is closed: for a reader that wants to be woken per batch rather than per
+// write. Each call allocates; an abandoned channel is closed and dropped when End reaches
+// off or at Close.
+func (h *Hub) NotifyAt(off int64) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || h.end >= off {
+		return closedChan
+	}
+	ch := make(chan struct{})
+	h.at = append(h.at, atWaiter{off, ch})
+	return ch
 }
 
 // Closed reports whether Close or CloseWithError has been called.

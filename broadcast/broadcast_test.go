@@ -623,3 +623,22 @@ func BenchmarkWrite(b *testing.B) {
 		})
 	}
 }
+
+func TestNotifyAt(t *testing.T) {
+	h := New(64)
+	ch := h.NotifyAt(10)
+	h.Write([]byte("12345"))
+	select {
+	case <-ch:
+		t.Fatal("woken before End reached 10")
+	default:
+	}
+	h.Write([]byte("67890"))
+	<-ch // End is 10 now
+	if c := h.NotifyAt(5); c != closedChan {
+		t.Error("an offset already reached is not closed at once")
+	}
+	late := h.NotifyAt(1 << 20)
+	h.Close()
+	<-late // Close wakes every waiter
+}

@@ -3,6 +3,7 @@ package screen
 import (
 	"bytes"
 	"sync"
+	"time"
 
 	"github.com/ptyhub/ptyhub/broadcast"
 )
@@ -84,25 +85,44 @@ func Follow(h *broadcast.Hub, rows, cols int, reply func([]byte)) *Model {
 func (m *Model) answer() {
 	defer close(m.done)
 	var sc Scanner
-	buf := make([]byte, 4<<10) // what one pty read returns; the scan is faster than reads
+	buf := make([]byte, 32<<10)
 	off := int64(0)
+	// During a flood (a round that found more than floodRound bytes) the answerer wakes
+	// per floodBatch bytes or after floodWake, not per pty read: a wake costs more than
+	// scanning a read, and a query still gets its answer within milliseconds.
+	const floodRound, floodBatch, floodWake = 16 << 10, 32 << 10, 2 * time.Millisecond
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
 		notify := m.hub.Notify()
-		n, missed, err := m.hub.ReadAt(buf, off)
-		if missed > 0 { // fell out of the ring: a query split across the gap is lost
-			sc.Reset()
-			off += missed
+		var timerC <-chan time.Time
+		round := int64(0)
+		for {
+			n, missed, err := m.hub.ReadAt(buf, off)
+			if missed > 0 { // fell out of the ring: a query split across the gap is lost
+				sc.Reset()
+				off += missed
+			}
+			if n > 0 {
+				sc.Scan(buf[:n], off, m.onEvent)
+				off += int64(n)
+				round += int64(n)
+				continue
+			}
+			if err != nil {
+				return
+			}
+			break
 		}
-		if n > 0 {
-			sc.Scan(buf[:n], off, m.onEvent)
-			off += int64(n)
-			continue
-		}
-		if err != nil {
-			return
+		if round > floodRound {
+			notify = m.hub.NotifyAt(off + floodBatch)
+			timer.Reset(floodWake)
+			timerC = timer.C
 		}
 		select {
 		case <-notify:
+		case <-timerC:
 		case <-m.quit:
 			return
 		}

@@ -1,17 +1,26 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"regexp"
 	"sync"
 	"time"
 
+	"github.com/ptyhub/ptyhub/termtext"
 	"github.com/ptyhub/ptyhub/truncate"
 )
 
 // patternWindow is how much recent text wait_for is matched against on each wake.
 const patternWindow = 8 << 10
+
+// In flood mode a collect wakes when rawBatch more bytes arrived, or floodWake after its
+// last look, whichever comes first.
+const (
+	rawBatch  = 64 << 10
+	floodWake = 2 * time.Millisecond
+)
 
 // waitBackoff is how long collect waits between two looks at whether the program waits
 // for input while it prints nothing (nothing else would wake collect when a program
@@ -63,6 +72,13 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	coll := truncate.NewCollector(o.budget)
 	var window []byte
 	var res collected
+	// A flood (the result is already being cut and no pattern needs the text): only the
+	// last rawKeep bytes can still reach the tail, so they are kept raw and converted at
+	// the end; what passes before them is accounted for raw (truncate.SkipRaw).
+	var rawTail []byte
+	var rawTailFrom int64
+	skipped := false
+	rawKeep := min(max(4*truncate.SideBytes(o.budget), 2*len(buf)), 8<<20)
 	timer := time.NewTimer(time.Until(o.deadline))
 	defer timer.Stop()
 	eof := false
@@ -81,8 +97,21 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 		pollC = poll.C
 	}
 
+	// In flood mode the collector is woken per rawBatch bytes (or after floodWake), not
+	// per read: a wake costs more than the work of one 4 KiB chunk.
+	batch := time.NewTimer(time.Hour)
+	batch.Stop()
+	defer batch.Stop()
+	var batchC <-chan time.Time
 	for {
-		notify := s.hub.Notify()
+		var notify <-chan struct{}
+		if rawTail != nil {
+			notify = s.hub.NotifyAt(s.hub.End() + rawBatch)
+			batch.Reset(floodWake)
+			batchC = batch.C
+		} else {
+			notify = s.hub.Notify()
+		}
 		fresh := false
 		for {
 			n, missed, err := s.hub.ReadAt(buf, s.cursor)
@@ -96,7 +125,24 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 				s.cursor += missed
 				s.lineFrom = s.cursor
 			}
-			if n > 0 {
+			if n > 0 && rawTail == nil && o.pattern == nil && coll.Overflowing() {
+				text = s.conv.Flush(text[:0])
+				coll.Write(text, min(s.lineFrom, s.cursor), s.cursor)
+				s.conv = termtext.Converter{}
+				rawTail, rawTailFrom = make([]byte, 0, 2*rawKeep), s.cursor
+			}
+			if n > 0 && rawTail != nil {
+				rawTail = append(rawTail, buf[:n]...)
+				s.cursor += int64(n)
+				fresh = true
+				if len(rawTail) > 2*rawKeep-len(buf) {
+					drop := len(rawTail) - rawKeep
+					coll.SkipRaw(rawTail[:drop], rawTailFrom, rawTailFrom+int64(drop))
+					rawTailFrom += int64(drop)
+					rawTail = rawTail[:copy(rawTail, rawTail[drop:])]
+					skipped = true
+				}
+			} else if n > 0 {
 				start := s.cursor
 				s.cursor += int64(n)
 				text = s.conv.Write(text[:0], buf[:n])
@@ -178,12 +224,39 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 				timer.Reset(time.Until(o.deadline))
 			}
 		case <-pollC:
+		case <-batchC:
 		case <-ctx.Done():
 			res.because = BecauseCancelled
 			goto done
 		}
 	}
 done:
+	if rawTail != nil {
+		if skipped {
+			// The kept part starts mid-stream: convert from a line start, so no escape
+			// sequence or character is cut in two (the cut lands on a line anyway).
+			if i := bytes.IndexByte(rawTail, '\n'); i >= 0 {
+				coll.SkipRaw(rawTail[:i+1], rawTailFrom, rawTailFrom+int64(i+1))
+				rawTailFrom += int64(i + 1)
+				rawTail = rawTail[i+1:]
+			}
+		}
+		s.lineFrom = rawTailFrom
+		for len(rawTail) > 0 {
+			k := min(len(rawTail), 4<<10)
+			text = s.conv.Write(text[:0], rawTail[:k])
+			if len(text) > 0 {
+				coll.Write(text, min(s.lineFrom, rawTailFrom), rawTailFrom+int64(k))
+			}
+			if !s.conv.InLine() {
+				s.lineFrom = rawTailFrom + int64(k)
+			} else if len(text) > 0 {
+				s.lineFrom = rawTailFrom
+			}
+			rawTailFrom += int64(k)
+			rawTail = rawTail[k:]
+		}
+	}
 	from := s.lineFrom
 	if eof && s.isExited() {
 		text = s.conv.Close(text[:0])

@@ -49,9 +49,8 @@ type Collector struct {
 
 // NewCollector returns a Collector for budget tokens (clamped, see Clamp).
 func NewCollector(budget int) *Collector {
-	b := Clamp(int64(budget))
-	side := max(minSide, (b+1)/2*bytesPerToken)
-	return &Collector{budget: b, headMax: side, tailMax: side}
+	side := SideBytes(budget)
+	return &Collector{budget: Clamp(int64(budget)), headMax: side, tailMax: side}
 }
 
 // Write adds text, produced by the raw bytes [rawStart, rawEnd). Raw ranges
@@ -236,3 +235,59 @@ func (l *tags) find(x int64) tag {
 	live := l.t[l.lo:]
 	return live[sort.Search(len(live), func(i int) bool { return live[i].end > x })]
 }
+
+// Overflowing reports whether text has already passed between the head and the tail: the
+// result will be truncated, and a caller may stop converting every byte and hand what
+// follows over raw (SkipRaw) until the part that can still reach the tail.
+func (c *Collector) Overflowing() bool {
+	return len(c.head) == c.headMax && c.n-int64(c.held) > int64(len(c.head))
+}
+
+// SkipRaw accounts for raw bytes [rawStart, rawEnd) whose text goes to the middle without
+// being produced: the text held in the tail ring, which came before them, moves to the
+// middle too, and their tokens are estimated from the raw bytes (sampled when long, so
+// that a flood costs a fraction of a pass). Text written afterwards is the new tail.
+func (c *Collector) SkipRaw(raw []byte, rawStart, rawEnd int64) {
+	if len(raw) == 0 {
+		return
+	}
+	if c.held > 0 {
+		c.evict(c.held)
+	}
+	for c.tailTags.len() > 0 { // everything the ring held is now middle
+		t := c.tailTags.front()
+		if !c.midSeen {
+			c.midFirst, c.midSeen = t.rawStart, true
+		}
+		c.midLast = max(c.midLast, t.rawEnd)
+		c.tailTags.pop()
+	}
+	if !c.midSeen {
+		c.midFirst, c.midSeen = rawStart, true
+	}
+	c.midLast = max(c.midLast, rawEnd)
+	addEstimateSampled(&c.mid, raw)
+	c.n += int64(len(raw))
+}
+
+// addEstimateSampled estimates p whole when short, else one 4 KiB block in every 8,
+// scaled.
+func addEstimateSampled(e *estimator, p []byte) {
+	const block, every = 4 << 10, 8
+	if len(p) < 2*block*every {
+		addEstimate(e, p)
+		return
+	}
+	var s estimator
+	sampled := 0
+	for i := 0; i < len(p); i += block * every {
+		b := p[i:min(i+block, len(p))]
+		addEstimate(&s, b)
+		sampled += len(b)
+	}
+	e.milli += s.milli * uint64(len(p)) / uint64(sampled)
+}
+
+// SideBytes is the size of the head and of the tail buffer of a Collector for budget: the
+// most text either side can show.
+func SideBytes(budget int) int { return max(minSide, (Clamp(int64(budget))+1)/2*bytesPerToken) }

@@ -1,6 +1,7 @@
 package truncate
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -218,5 +219,39 @@ func BenchmarkResult(b *testing.B) {
 				c.Result()
 			}
 		})
+	}
+}
+
+// TestCollectorSkipRaw: a stream whose middle is handed over raw keeps its head and the
+// text written after the skip as tail, cuts the range that covers the skipped bytes, and
+// estimates their tokens.
+func TestCollectorSkipRaw(t *testing.T) {
+	c := NewCollector(1000)
+	var off int64
+	line := func(i int) []byte { return []byte(fmt.Sprintf("line %06d of the stream\n", i)) }
+	i := 0
+	for ; !c.Overflowing(); i++ {
+		l := line(i)
+		c.Write(l, off, off+int64(len(l)))
+		off += int64(len(l))
+	}
+	var mid []byte
+	for j := 0; j < 20000; j++ {
+		mid = append(mid, line(i+j)...)
+	}
+	skipFrom := off
+	c.SkipRaw(mid, off, off+int64(len(mid)))
+	off += int64(len(mid))
+	tail := []byte("the very last line\n")
+	c.Write(tail, off, off+int64(len(tail)))
+	r := c.Result()
+	if !r.Truncated || !strings.HasPrefix(r.Text, "line 000000 ") || !strings.HasSuffix(r.Text, "the very last line\n") {
+		t.Fatalf("result: truncated %v, %q…%q", r.Truncated, r.Text[:40], r.Text[len(r.Text)-40:])
+	}
+	if r.CutFrom > skipFrom || r.CutTo < off {
+		t.Errorf("cut range [%d,%d) does not cover the skipped bytes [%d,%d)", r.CutFrom, r.CutTo, skipFrom, off)
+	}
+	if exact := Count(string(mid)); r.OriginalTokens < exact/2 || r.OriginalTokens > 3*exact {
+		t.Errorf("original tokens %d, the skipped part alone has %d", r.OriginalTokens, exact)
 	}
 }

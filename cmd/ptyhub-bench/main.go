@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -87,8 +88,18 @@ func run(n int, bin string, flood int64, mcpArgs string) error {
 		return err
 	}
 	defer os.RemoveAll(stateDir)
+	socket := filepath.Join(stateDir, "server.sock")
+	// `ptyhub mcp` starts a server on this private socket; stop it at the end (its pid is
+	// in the lock file next to the socket) rather than leave it to its idle exit.
+	defer func() {
+		if b, err := os.ReadFile(socket + ".lock"); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				syscall.Kill(pid, syscall.SIGTERM)
+			}
+		}
+	}()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "PTYHUB_SOCKET="+filepath.Join(stateDir, "server.sock"), "XDG_STATE_HOME="+stateDir)
+	cmd.Env = append(os.Environ(), "PTYHUB_SOCKET="+socket, "XDG_STATE_HOME="+stateDir)
 	cmd.Stderr = os.Stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "ptyhub-bench", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
