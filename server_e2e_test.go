@@ -345,6 +345,15 @@ func TestServerAttach(t *testing.T) {
 
 	tm := h.attach(30, 100, true, id)
 	off := tm.waitFor(0, "before-2") // the repaint
+	// A clipboard write (OSC 52) from the program never reaches the human's terminal.
+	tm.typ("printf '\\033]52;c;ZWNobyBwd25lZA==\\007clip%s\\n' -done\r")
+	n := tm.waitFor(off, "clip-done")
+	tm.mu.Lock()
+	if seen := tm.screen.String()[off:n]; strings.Contains(seen, "\x1b]52") {
+		t.Errorf("OSC 52 reached the terminal: %q", seen)
+	}
+	tm.mu.Unlock()
+	off = n
 	tm.typ("stty size\r")
 	off = tm.waitFor(off, "30 100")
 	// The user resizes the window: the kernel sends SIGWINCH to ptyhub attach.

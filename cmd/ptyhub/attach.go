@@ -109,6 +109,8 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	pumpDone := make(chan struct{})
 	go func() {
 		defer close(pumpDone)
+		var filter escFilter // no clipboard writes or title reports reach the terminal
+		var out []byte
 		for {
 			data, ended, exit, err := a.Recv()
 			if err != nil {
@@ -117,7 +119,8 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 			}
 			outMu.Lock()
 			inAlt = altScreen(data, inAlt)
-			stdout.Write(data)
+			out = filter.Filter(out[:0], data)
+			stdout.Write(out)
 			outMu.Unlock()
 			if ended {
 				end <- ending{fmt.Sprintf("session %s %s", id, exit), 0}
