@@ -654,3 +654,48 @@ func TestServerLogs(t *testing.T) {
 		t.Errorf("logs of an unknown id: status %d, %q", code, errs)
 	}
 }
+
+// TestServerAndReaperKilled: the server and its reaper die together (SIGKILL to both), so
+// nothing of theirs can end the sessions; jobs that ignore SIGHUP survive the hangup. The
+// next server finds them in the registry on disk and ends them.
+func TestServerAndReaperKilled(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	out := h.ok("exec", "--json", "--wait-for", "READY", "-c", "(trap '' HUP TERM; exec sleep 1000) & echo READY; sleep 1000")
+	var r session.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.State != session.StateRunning {
+		t.Fatalf("exec: %v %s", err, out)
+	}
+	pid := h.serverPID()
+	reaperPid := 0
+	for _, c := range svChildren(pid) {
+		if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c)); strings.HasPrefix(string(cmd), "ptyhub-reaper") {
+			reaperPid = c
+		}
+	}
+	if pid == 0 || reaperPid == 0 {
+		t.Fatalf("server %d, reaper %d", pid, reaperPid)
+	}
+	syscall.Kill(reaperPid, syscall.SIGKILL)
+	syscall.Kill(pid, syscall.SIGKILL)
+	svWait(t, "the server to die", func() bool { return syscall.Kill(pid, 0) != nil || isZombie(pid) })
+	// The job that ignores SIGHUP is still there: only the registry can find it now.
+	svWait(t, "the hangup to pass", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+r.UUID)) == 1 })
+	h.ok("ls") // starts a fresh server, which sweeps
+	svWait(t, "the next server to end what was left", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+r.UUID)) == 0 })
+}
+
+// svChildren lists the children of pid.
+func svChildren(pid int) []int {
+	var out []int
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}

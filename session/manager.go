@@ -46,6 +46,7 @@ type Manager struct {
 	opts Options
 	log  *slog.Logger
 
+	reg         registry
 	reaperOnce  sync.Once
 	reaper      *reaper.Reaper
 	reaperErr   error
@@ -81,6 +82,7 @@ func NewManager(opts Options) (*Manager, error) {
 
 // startReaper starts the helper process on first use.
 func (m *Manager) startReaper() error {
+	m.reg.init(m.opts.StateDir, m.log.Info)
 	m.reaperOnce.Do(func() {
 		m.reaper, m.reaperErr = reaper.Start(m.log)
 		m.holdLeaders = m.reaperErr == nil && m.reaper.CanReadExitStatus()

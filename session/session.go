@@ -132,6 +132,7 @@ func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
 		return err
 	}
 	s.pid = pid
+	s.m.reg.add(s)
 	s.startFeatures(rows, cols)
 	go s.readLoop()
 	go s.writeLoop()
@@ -363,6 +364,7 @@ func (s *Session) teardown() {
 		s.stdin.Close()
 	}
 	go s.stopFeatures()
+	s.m.reg.remove(s)
 }
 
 // isExited reports whether the exit status is known.

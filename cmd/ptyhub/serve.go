@@ -68,6 +68,8 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		}
 		return exitError
 	}
+	// Only the server that holds the socket sweeps what a crashed predecessor left.
+	mgr.Recover()
 	log.Info("serving", "socket", srv.Path())
 	err = srv.Serve(ctx)
 	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

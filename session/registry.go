@@ -1,0 +1,192 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ptyhub/ptyhub/reaper"
+	"github.com/ptyhub/ptyhub/transcript"
+)
+
+// The registry: one small file per live session in <StateDir>/registry, naming the
+// session, its leader and the manager that owns it (pids with their start times, so a
+// reused pid is never mistaken for them). The reaper ends every session when its manager
+// dies; the registry covers what the reaper cannot: the manager and the reaper dying
+// together (SIGKILL to both, the OOM killer). The next manager sweeps the sessions of
+// owners that are gone (SPEC §3.6).
+
+// regEntry is one registry file.
+type regEntry struct {
+	UUID        string `json:"uuid"`
+	Leader      int    `json:"leader"`
+	LeaderStart uint64 `json:"leader_start"`
+	Owner       int    `json:"owner"`
+	OwnerStart  uint64 `json:"owner_start"`
+}
+
+// registry is a Manager's view of the registry directory.
+type registry struct {
+	once  sync.Once
+	dir   string // "" when unavailable: the registry is then off
+	self  int
+	start uint64
+}
+
+// init resolves and creates the directory, once, and starts sweeping stale entries aside.
+func (r *registry) init(stateDir string, log func(string, ...any)) {
+	r.once.Do(func() {
+		if stateDir == "" {
+			d, err := transcript.StateDir()
+			if err != nil {
+				return
+			}
+			stateDir = d
+		}
+		dir := filepath.Join(stateDir, "registry")
+		if err := transcript.EnsureDir(dir); err != nil {
+			log("registry off", "dir", dir, "err", err)
+			return
+		}
+		r.dir, r.self = dir, os.Getpid()
+		r.start = procStart(r.self)
+		// The sweep goroutine ends once every stale session is gone (bounded by the
+		// kill sequence's grace period).
+		go r.sweepStale(log)
+	})
+}
+
+func (r *registry) path(uuid string) string { return filepath.Join(r.dir, uuid+".json") }
+
+// add records a started session. Errors cost only the registry entry.
+func (r *registry) add(s *Session) {
+	if r.dir == "" {
+		return
+	}
+	b, _ := json.Marshal(regEntry{UUID: s.uuid, Leader: s.pid, LeaderStart: procStart(s.pid), Owner: r.self, OwnerStart: r.start})
+	os.WriteFile(r.path(s.uuid), b, 0o600)
+}
+
+// remove forgets a session whose processes are gone.
+func (r *registry) remove(s *Session) {
+	if r.dir != "" {
+		os.Remove(r.path(s.uuid))
+	}
+}
+
+// sweepStale ends the processes of sessions whose owner is gone, then drops their entries.
+func (r *registry) sweepStale(log func(string, ...any)) {
+	ents, err := os.ReadDir(r.dir)
+	if err != nil {
+		return
+	}
+	stale := map[string]regEntry{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(r.dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		var en regEntry
+		if json.Unmarshal(b, &en) != nil || en.UUID == "" {
+			os.Remove(filepath.Join(r.dir, e.Name()))
+			continue
+		}
+		if en.Owner > 0 && procStart(en.Owner) == en.OwnerStart && en.OwnerStart != 0 {
+			continue // its manager is alive
+		}
+		stale[en.UUID] = en
+	}
+	if len(stale) == 0 {
+		return
+	}
+	members := func() []int {
+		pids := sessionProcs(stale)
+		for _, en := range stale {
+			if en.Leader > 0 && en.LeaderStart != 0 && procStart(en.Leader) == en.LeaderStart {
+				pids = append(pids, en.Leader)
+			}
+		}
+		return pids
+	}
+	found := members()
+	if len(found) > 0 {
+		log("sweeping processes left by a manager that died", "sessions", len(stale), "processes", len(found))
+	}
+	for _, pid := range found {
+		syscall.Kill(pid, syscall.SIGHUP)
+		syscall.Kill(pid, syscall.SIGCONT)
+		syscall.Kill(pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(reaper.DefaultGrace)
+	for left := found; len(left) > 0; left = members() {
+		if time.Now().After(deadline) {
+			for _, pid := range left {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if time.Now().After(deadline.Add(5 * time.Second)) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for uuid := range stale {
+		os.Remove(r.path(uuid))
+	}
+}
+
+// sessionProcs lists live processes whose environment carries PTYHUB_SESSION=<uuid> for
+// one of the given sessions (one pass over the process table).
+func sessionProcs(sessions map[string]regEntry) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	prefix := []byte(reaper.EnvSession + "=")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(b, []byte{0}) {
+			if bytes.HasPrefix(kv, prefix) {
+				if _, ok := sessions[string(kv[len(prefix):])]; ok && procStart(pid) != 0 {
+					pids = append(pids, pid)
+				}
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// procStart returns the start time of pid (clock ticks since boot, /proc/PID/stat field
+// 22), 0 when it is gone or a zombie.
+func procStart(pid int) uint64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 20 || f[0] == "Z" {
+		return 0
+	}
+	v, _ := strconv.ParseUint(f[19], 10, 64)
+	return v
+}
+
+// Recover ends, aside, what sessions of managers that died (together with their reaper)
+// left running, found in the registry of the state directory. A server calls it at start;
+// otherwise it happens at a manager's first session.
+func (m *Manager) Recover() { m.reg.init(m.opts.StateDir, m.log.Info) }
