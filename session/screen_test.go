@@ -94,8 +94,11 @@ func TestRepaintRedraws(t *testing.T) {
 				got.CursorCol != want.CursorCol || got.AltScreen != want.AltScreen {
 				t.Errorf("repainted %+v\nscreen view %+v", got, want)
 			}
-			c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\n", YieldTimeMs: ptr(0)})
-			scUntilExit(t, c, r)
+			w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\n", YieldTimeMs: ptr(0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			scUntilExit(t, c, w) // from the latest result: it may already report the exit
 		})
 	}
 }
