@@ -22,6 +22,9 @@ import (
 	"github.com/ptyhub/ptyhub/session"
 )
 
+// svBinDir holds the binary svBinary built ("" before), for TestMain to remove.
+var svBinDir string
+
 // svBinary builds the ptyhub binary once for the server tests, into a directory any
 // user may read (the foreign-uid test runs it as nobody).
 var svBinary = sync.OnceValues(func() (string, error) {
@@ -29,6 +32,7 @@ var svBinary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	svBinDir = dir // removed by TestMain
 	os.Chmod(dir, 0o755)
 	bin := filepath.Join(dir, "ptyhub")
 	out, err := osexec.Command("go", "build", "-o", bin, "./cmd/ptyhub").CombinedOutput()

@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 	os.Setenv("XDG_STATE_HOME", dir)
 	code := m.Run()
 	os.RemoveAll(dir)
+	if svBinDir != "" {
+		os.RemoveAll(svBinDir)
+	}
 	os.Exit(code)
 }
 
