@@ -38,7 +38,10 @@ var (
 // input, resize and exit only queue an event for the recorder goroutine.
 type recorder struct {
 	s *Session
-	w *transcript.Writer
+	// w is set by the goroutine before ready is closed (nil if the files could not be
+	// created): creating them is kept off the exec path.
+	w     *transcript.Writer
+	ready chan struct{}
 
 	mu       sync.Mutex // guards the fields below
 	events   []recEvent
@@ -93,7 +96,9 @@ func (rs *recorders) closeAll(ctx context.Context) {
 		case <-r.done:
 		case <-ctx.Done():
 		}
-		r.w.Release()
+		if r.writer() != nil {
+			r.w.Release()
+		}
 	}
 }
 
@@ -132,14 +137,9 @@ func startRecorder(s *Session, rows, cols int) *recorder {
 	}
 	h := transcript.Header{Width: cols, Height: rows, Command: s.command,
 		Env: map[string]string{"TERM": "xterm-256color", "SHELL": defaultShell(os.Environ())}}
-	w, err := transcript.Create(dir, s.uuid, h, s.started, transcript.Options{Cap: m.opts.RecordCap, Spill: true})
-	if err != nil {
-		m.log.Warn("transcript: not recording", "session", s.id, "err", err)
-		return nil
-	}
-	r := &recorder{s: s, w: w, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	r := &recorder{s: s, wake: make(chan struct{}, 1), done: make(chan struct{}), ready: make(chan struct{})}
 	m.recs.add(r)
-	go r.run(dir)
+	go r.run(dir, h)
 	return r
 }
 
@@ -219,18 +219,38 @@ func (r *recorder) stop() {
 // readAt reads output at offset off that has left the ring; 0 when the
 // transcript does not have it.
 func (r *recorder) readAt(p []byte, off int64) int {
-	if r == nil {
+	if r == nil || r.writer() == nil {
 		return 0
 	}
 	return r.w.ReadAt(p, off)
+}
+
+// writer returns the transcript writer once the goroutine created it, else nil.
+func (r *recorder) writer() *transcript.Writer {
+	select {
+	case <-r.ready:
+		return r.w
+	default:
+		return nil
+	}
 }
 
 // run is the recorder goroutine, owned by the recorder: it copies output from
 // its own hub cursor and the queued events into the transcript, in order. It
 // stops once the output has ended (hub closed and read) and the exit is known
 // or stop was called; then it closes the transcript and closes done.
-func (r *recorder) run(dir string) {
+func (r *recorder) run(dir string, h transcript.Header) {
 	defer close(r.done)
+	// The files are created here, not on the exec path; output waits in the hub (the
+	// recorder reads from offset 0), events in the queue.
+	w, err := transcript.Create(dir, r.s.uuid, h, r.s.started, transcript.Options{Cap: r.s.m.opts.RecordCap, Spill: true})
+	if err != nil {
+		r.s.m.log.Warn("transcript: not recording", "session", r.s.id, "err", err)
+		close(r.ready)
+		return
+	}
+	r.w = w
+	close(r.ready)
 	r.maybePrune(dir)
 	hub := r.s.hub
 	buf := make([]byte, 64<<10)
