@@ -1,10 +1,16 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/ptyhub/ptyhub/session"
 )
 
 // TestPrepareDir: the socket directory is created 0700, and a directory that another user
@@ -63,4 +69,81 @@ func TestPrepareDir(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(base, "new")); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("created directory: %v %v", fi.Mode(), err)
 	}
+}
+
+// TestSocketPathFallback: $XDG_RUNTIME_DIR is used only when it is ours and short enough
+// for a socket path (108 bytes); otherwise the per-user directory in /tmp.
+func TestSocketPathFallback(t *testing.T) {
+	t.Setenv("PTYHUB_SOCKET", "")
+	fallback := filepath.Join(os.TempDir(), "ptyhub-"+strconv.Itoa(os.Getuid()), "server.sock")
+	short := t.TempDir()
+	long := filepath.Join(t.TempDir(), strings.Repeat("x", 200))
+	if err := os.MkdirAll(long, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ name, runtimeDir, want string }{
+		{"short", short, filepath.Join(short, "ptyhub", "server.sock")},
+		{"200 characters", long, fallback},
+		{"missing", filepath.Join(short, "nope"), fallback},
+		{"relative", "run/user", fallback},
+		{"unset", "", fallback},
+	}
+	if os.Getuid() == 0 {
+		theirs := filepath.Join(t.TempDir(), "theirs")
+		if err := os.Mkdir(theirs, 0o700); err != nil || os.Chown(theirs, 65534, 65534) != nil {
+			t.Fatal("cannot plant another user's directory")
+		}
+		cases = append(cases, struct{ name, runtimeDir, want string }{"another user's (after su)", theirs, fallback})
+	}
+	for _, c := range cases {
+		t.Setenv("XDG_RUNTIME_DIR", c.runtimeDir)
+		if got := SocketPath(); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// TestConcurrentListen: servers started at the same moment on one socket: exactly one
+// gets it, the others are told one is running (EDGE-CASES 80).
+func TestConcurrentListen(t *testing.T) {
+	mgr, err := session.NewManager(session.Options{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mgr.Close(context.Background())
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	const n = 8
+	errs := make(chan error, n)
+	srvs := make(chan *Server, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			srv, err := Listen(mgr, Options{Socket: sock})
+			errs <- err
+			if err == nil {
+				srvs <- srv
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	won := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, ErrRunning):
+			t.Errorf("a losing Listen: %v, want ErrRunning", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d servers got the socket, want exactly 1", won)
+	}
+	// The winner serves; stop it.
+	srv := <-srvs
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	cancel()
+	<-done
 }
