@@ -33,14 +33,6 @@ func (e ExitStatus) SignalName() string {
 	return SignalName(e.Signal)
 }
 
-// ShellCode is the status a shell would show: the exit code, or 128+signal.
-func (e ExitStatus) ShellCode() int {
-	if e.Signal != 0 {
-		return 128 + int(e.Signal)
-	}
-	return e.Code
-}
-
 func (e ExitStatus) String() string {
 	if e.Signal != 0 {
 		s := "killed by signal " + e.SignalName()

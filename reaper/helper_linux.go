@@ -131,7 +131,7 @@ func (h *helper) handle(m *msg, fds []int) {
 		closeAll(fds)
 		// A sweep can take the grace period: run it aside so other requests go on.
 		go func() {
-			surv := h.sweep(m.Tag, time.Duration(m.GraceMs)*time.Millisecond, m.Wait, func(s []Survivor) {
+			surv := h.sweep(m.Tag, time.Duration(m.GraceMs)*time.Millisecond, func(s []Survivor) {
 				if !m.Wait {
 					h.reply(m, &msg{Survivors: s})
 				}
@@ -231,7 +231,7 @@ func (h *helper) release(m *msg) {
 		h.reply(m, &msg{Err: err.Error()})
 		return
 	}
-	h.sweep(m.Tag, DefaultGrace, false, func(surv []Survivor) {
+	h.sweep(m.Tag, DefaultGrace, func(surv []Survivor) {
 		h.reply(m, &msg{Status: int(ws), Survivors: surv})
 	}, true)
 }
@@ -310,7 +310,7 @@ func (h *helper) reap() {
 	h.mu.Unlock()
 	for _, e := range done {
 		// Whatever outlived the leader is named in the exit report and killed.
-		h.sweep(e.tag, DefaultGrace, false, func(surv []Survivor) {
+		h.sweep(e.tag, DefaultGrace, func(surv []Survivor) {
 			h.wmu.Lock()
 			send(h.conn, &msg{Op: opExit, Pid: e.pid, Tag: e.tag, Status: int(e.status), Survivors: surv}, nil)
 			h.wmu.Unlock()
@@ -356,7 +356,7 @@ func (h *helper) members(tag string) []*proc {
 //
 // With aside set, sweep returns right after calling first and the escalation goes on in
 // its own goroutine (owned by the sweep; it ends when the session's tree is empty).
-func (h *helper) sweep(tag string, grace time.Duration, _ bool, first func([]Survivor), aside bool) []Survivor {
+func (h *helper) sweep(tag string, grace time.Duration, first func([]Survivor), aside bool) []Survivor {
 	found := h.members(tag)
 	surv := make([]Survivor, 0, len(found))
 	for _, p := range found {
@@ -438,7 +438,7 @@ func (h *helper) forget(tag string) {
 
 // sweepAll ends every process the reaper ever started, with a short grace.
 func (h *helper) sweepAll() {
-	h.sweep("", 500*time.Millisecond, true, nil, false)
+	h.sweep("", 500*time.Millisecond, nil, false)
 	h.reap()
 }
 

@@ -179,8 +179,6 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 		s.mu.Unlock()
 		unread := s.cursorBehind()
 		if reported && !unread {
-			state, _, _, _, _ := s.exitFields()
-			_ = state
 			return nil, fmt.Errorf("%w: session %d (%s) %s; nothing was written (read_output still shows its output)", ErrExited, s.id, s.command, s.exitText())
 		}
 		if len(data) > 0 || req.CloseStdin {
