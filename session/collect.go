@@ -143,21 +143,11 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 					skipped = true
 				}
 			} else if n > 0 {
-				start := s.cursor
+				text = s.convert(coll, text, buf[:n], s.cursor)
 				s.cursor += int64(n)
-				text = s.conv.Write(text[:0], buf[:n])
-				from := min(s.lineFrom, start)
 				fresh = true // new bytes may only extend the unfinished line (a prompt)
-				if len(text) > 0 {
-					coll.Write(text, from, s.cursor)
-					if o.pattern != nil {
-						window = appendWindow(window, text)
-					}
-				}
-				if !s.conv.InLine() {
-					s.lineFrom = s.cursor
-				} else if len(text) > 0 {
-					s.lineFrom = start
+				if o.pattern != nil && len(text) > 0 {
+					window = appendWindow(window, text)
 				}
 			}
 			if err == io.EOF {
@@ -244,15 +234,7 @@ done:
 		s.lineFrom = rawTailFrom
 		for len(rawTail) > 0 {
 			k := min(len(rawTail), 4<<10)
-			text = s.conv.Write(text[:0], rawTail[:k])
-			if len(text) > 0 {
-				coll.Write(text, min(s.lineFrom, rawTailFrom), rawTailFrom+int64(k))
-			}
-			if !s.conv.InLine() {
-				s.lineFrom = rawTailFrom + int64(k)
-			} else if len(text) > 0 {
-				s.lineFrom = rawTailFrom
-			}
+			text = s.convert(coll, text, rawTail[:k], rawTailFrom)
 			rawTailFrom += int64(k)
 			rawTail = rawTail[k:]
 		}
@@ -271,6 +253,24 @@ done:
 	res.trunc = coll.Result()
 	res.next = s.cursor
 	return res
+}
+
+// convert turns the raw bytes at [start, start+len(raw)) into text for coll and returns
+// it (in dst's storage). It keeps lineFrom, the raw offset where the unfinished line
+// began, so that the text of a line finished later is tagged with every byte it came
+// from and a cut range never misses one.
+func (s *Session) convert(coll *truncate.Collector, dst, raw []byte, start int64) []byte {
+	end := start + int64(len(raw))
+	dst = s.conv.Write(dst[:0], raw)
+	if len(dst) > 0 {
+		coll.Write(dst, min(s.lineFrom, start), end)
+	}
+	if !s.conv.InLine() {
+		s.lineFrom = end
+	} else if len(dst) > 0 {
+		s.lineFrom = start
+	}
+	return dst
 }
 
 // matchPattern matches the text collected in this call (its recent part) plus the
