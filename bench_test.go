@@ -84,13 +84,8 @@ func BenchmarkExecTrue(b *testing.B) {
 	report(b, floor, prod)
 }
 
-// BenchmarkREPLTurn: write_stdin "1+1\n" to python3 -q, returning at the next prompt
-// (wait_for), against the same turn on a bare pty.
-func BenchmarkREPLTurn(b *testing.B) {
-	if _, err := osexec.LookPath("python3"); err != nil {
-		b.Skip("python3 not installed")
-	}
-	// Floor: a bare pty with python3 -q; write, read until "2\r\n>>> ".
+// wBarePython starts python3 -q on a bare pty; read returns once want was read.
+func wBarePython(b *testing.B) (m *pty.Master, read func(want string), stop func()) {
 	m, slave, err := pty.Open(24, 80)
 	if err != nil {
 		b.Fatal(err)
@@ -103,11 +98,10 @@ func BenchmarkREPLTurn(b *testing.B) {
 		b.Fatal(err)
 	}
 	slave.Close()
-	defer func() { m.Close(); py.Process.Kill(); py.Wait() }()
 	buf := make([]byte, 4096)
-	readUntil := func(want []byte) {
+	read = func(want string) {
 		var acc []byte
-		for !bytes.Contains(acc, want) {
+		for !bytes.Contains(acc, []byte(want)) {
 			n, err := m.Read(buf)
 			if err != nil {
 				b.Fatal(err)
@@ -115,7 +109,20 @@ func BenchmarkREPLTurn(b *testing.B) {
 			acc = append(acc, buf[:n]...)
 		}
 	}
-	readUntil([]byte(">>> "))
+	stop = func() { m.Close(); py.Process.Kill(); py.Wait() }
+	return m, read, stop
+}
+
+// BenchmarkREPLTurn: write_stdin "1+1\n" to python3 -q, returning at the next prompt
+// (wait_for), against the same turn on a bare pty.
+func BenchmarkREPLTurn(b *testing.B) {
+	if _, err := osexec.LookPath("python3"); err != nil {
+		b.Skip("python3 not installed")
+	}
+	// Floor: a bare pty with python3 -q; write, read until "2\r\n>>> ".
+	m, readUntil, stop := wBarePython(b)
+	defer stop()
+	readUntil(">>> ")
 
 	c := benchClient(b)
 	ctx := context.Background()
@@ -128,7 +135,7 @@ func BenchmarkREPLTurn(b *testing.B) {
 	for b.Loop() {
 		t0 := time.Now()
 		m.Write([]byte("1+1\n"))
-		readUntil([]byte("2\r\n>>> "))
+		readUntil("2\r\n>>> ")
 		floor = append(floor, time.Since(t0))
 		t0 = time.Now()
 		r, err := c.Write(ctx, session.WriteRequest{SessionID: id, Chars: "1+1\n", WaitFor: ">>> $", YieldTimeMs: ms(10000)})

@@ -1,50 +1,17 @@
 package ptyhub_test
 
 import (
-	"bytes"
 	"context"
-	"os"
 	osexec "os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/ptyhub/ptyhub/pty"
 	"github.com/ptyhub/ptyhub/session"
 )
 
 // Benchmarks of the waiting-for-input return (SPEC §7), each against a floor measured in
 // the same run, sample by sample (helpers in bench_test.go).
-
-// wBarePython starts python3 -q on a bare pty; read returns once want was read.
-func wBarePython(b *testing.B) (m *pty.Master, read func(want string), stop func()) {
-	m, slave, err := pty.Open(24, 80)
-	if err != nil {
-		b.Fatal(err)
-	}
-	py := osexec.Command("python3", "-q")
-	py.Env = append(os.Environ(), "TERM=xterm-256color", "NO_COLOR=1")
-	py.Stdin, py.Stdout, py.Stderr = slave, slave, slave
-	py.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := py.Start(); err != nil {
-		b.Fatal(err)
-	}
-	slave.Close()
-	buf := make([]byte, 4096)
-	read = func(want string) {
-		var acc []byte
-		for !bytes.Contains(acc, []byte(want)) {
-			n, err := m.Read(buf)
-			if err != nil {
-				b.Fatal(err)
-			}
-			acc = append(acc, buf[:n]...)
-		}
-	}
-	stop = func() { m.Close(); py.Process.Kill(); py.Wait() }
-	return m, read, stop
-}
 
 // BenchmarkWaitREPLTurn: write_stdin "1+1\n" to python3 -q with no wait_for, returning
 // because python waits for input again, against the same turn on a bare pty (write, read

@@ -61,33 +61,14 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	client := mgr.NewClient("mcp")
 	log.Debug("serving MCP on stdio")
-	err = mcpserver.Run(ctx, client, stdin, stdout, mcpserver.Options{Version: version(), Logger: log})
-
-	// Whatever ended the connection (end of stdin, a broken stdout, a signal), end every
-	// session and its processes before exiting (EDGE-CASES 28, 29).
-	why := "stdin closed"
-	if sig, ok := signalOf(ctx); ok {
-		why = signalName(sig.sig)
-	} else if err != nil {
-		why = err.Error()
-	}
-	log.Debug("shutting down", "reason", why)
-	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if cerr := client.Close(cctx, *keep); cerr != nil {
-		log.Warn("closing the MCP client's sessions", "error", cerr)
-	}
-	if cerr := mgr.Close(cctx); cerr != nil {
-		log.Warn("closing the session manager", "error", cerr)
-	}
-	if sig, ok := signalOf(ctx); ok {
-		return sig.exitCode()
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
-		return exitError
-	}
-	return 0
+	return serveMCP(ctx, client, stdin, stdout, stderr, log, func(cctx context.Context) {
+		if err := client.Close(cctx, *keep); err != nil {
+			log.Warn("closing the MCP client's sessions", "error", err)
+		}
+		if err := mgr.Close(cctx); err != nil {
+			log.Warn("closing the session manager", "error", err)
+		}
+	})
 }
 
 // runMCPClient serves MCP with the sessions in the per-user server. This connection owns
@@ -99,7 +80,19 @@ func runMCPClient(ctx context.Context, socket string, keep bool, stdin io.Reader
 		return exitError
 	}
 	log.Debug("serving MCP on stdio", "server_pid", client.ServerPID())
-	err = mcpserver.Run(ctx, client, stdin, stdout, mcpserver.Options{Version: version(), Logger: log})
+	// The server ends this connection's sessions (unless keep) before answering the close.
+	return serveMCP(ctx, client, stdin, stdout, stderr, log, func(cctx context.Context) {
+		if err := client.Close(cctx, keep); err != nil {
+			log.Warn("closing the server connection", "error", err)
+		}
+	})
+}
+
+// serveMCP serves the MCP tools on stdio until the connection ends (end of stdin, a
+// broken stdout, a signal), then calls shutdown, which must end this client's sessions
+// and their processes (EDGE-CASES 28, 29), and returns ptyhub mcp's exit status.
+func serveMCP(ctx context.Context, svc session.Service, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger, shutdown func(context.Context)) int {
+	err := mcpserver.Run(ctx, svc, stdin, stdout, mcpserver.Options{Version: version(), Logger: log})
 	why := "stdin closed"
 	if sig, ok := signalOf(ctx); ok {
 		why = signalName(sig.sig)
@@ -107,12 +100,9 @@ func runMCPClient(ctx context.Context, socket string, keep bool, stdin io.Reader
 		why = err.Error()
 	}
 	log.Debug("shutting down", "reason", why)
-	// The server ends this connection's sessions (unless keep) before answering.
 	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	if cerr := client.Close(cctx, keep); cerr != nil {
-		log.Warn("closing the server connection", "error", cerr)
-	}
+	shutdown(cctx)
 	if sig, ok := signalOf(ctx); ok {
 		return sig.exitCode()
 	}
