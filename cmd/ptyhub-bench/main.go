@@ -5,10 +5,14 @@
 //	go run ./cmd/ptyhub-bench              # builds ptyhub, 200 samples a figure
 //	go run ./cmd/ptyhub-bench -n 500 -flood 1073741824
 //
+//	go run ./cmd/ptyhub-bench -check-inits # CI: fail if a package init takes over 1 ms
+//
 // Figures: exec_command of /bin/true; the python3 REPL turn (with wait_for, and without
-// it, which relies on waiting-for-input detection); exec_command of python3 -q until its
-// first prompt; 100 concurrent exec_command calls (p50, p99); optionally a flood through
-// a session (-flood BYTES) against a bare pty read loop.
+// it, which relies on waiting-for-input detection); the same turn done by the peers, tmux
+// (send-keys + capture-pane polling) and pexpect (in-process Python); exec_command of
+// python3 -q until its first prompt; 100 concurrent exec_command calls (p50, p99); the
+// CLI's start (`ptyhub version` against a hello-world Go binary, and its slowest package
+// init); optionally a flood through a session (-flood BYTES) against a bare pty read loop.
 package main
 
 import (
@@ -38,8 +42,17 @@ func main() {
 	bin := flag.String("ptyhub", "", "ptyhub binary (default: go build ./cmd/ptyhub into a temp dir)")
 	flood := flag.Int64("flood", 0, "also measure a flood of this many bytes (e.g. 1073741824)")
 	mcpArgs := flag.String("mcp-args", "", "extra arguments for `ptyhub mcp`, e.g. --embedded")
+	inits := flag.Bool("check-inits", false, "only check that no package init of ptyhub takes over 1 ms (for CI), then exit")
 	flag.Parse()
-	if err := run(*n, *bin, *flood, *mcpArgs); err != nil {
+	if *inits {
+		err := withBinary(*bin, func(bin, _ string) error { return checkInits(bin, 1) })
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "ptyhub-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := withBinary(*bin, func(bin, dir string) error { return run(*n, bin, dir, *flood, *mcpArgs) }); err != nil {
 		fmt.Fprintln(os.Stderr, "ptyhub-bench:", err)
 		os.Exit(1)
 	}
@@ -64,14 +77,15 @@ func pct(d []time.Duration, p int) time.Duration {
 
 func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64) }
 
-func run(n int, bin string, flood int64, mcpArgs string) error {
-	ctx := context.Background()
+// withBinary calls f with the ptyhub binary to measure (bin, or one built from
+// ./cmd/ptyhub) and a scratch directory removed afterwards.
+func withBinary(bin string, f func(bin, dir string) error) error {
+	dir, err := os.MkdirTemp("", "ptyhub-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
 	if bin == "" {
-		dir, err := os.MkdirTemp("", "ptyhub-bench")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
 		bin = filepath.Join(dir, "ptyhub")
 		build := exec.Command("go", "build", "-o", bin, "./cmd/ptyhub")
 		build.Stderr = os.Stderr
@@ -79,6 +93,11 @@ func run(n int, bin string, flood int64, mcpArgs string) error {
 			return fmt.Errorf("go build: %w", err)
 		}
 	}
+	return f(bin, dir)
+}
+
+func run(n int, bin, dir string, flood int64, mcpArgs string) error {
+	ctx := context.Background()
 	args := []string{"mcp"}
 	if mcpArgs != "" {
 		args = append(args, mcpArgs)
@@ -195,6 +214,17 @@ func run(n int, bin string, flood int64, mcpArgs string) error {
 			f.note = fmt.Sprintf("returned because: %v", because)
 			figs = append(figs, f)
 		}
+		// The peers doing the same turn, against the same floor.
+		if fl, pr, note, err := tmuxTurns(n, turnFloor); err != nil {
+			figs = append(figs, figure{name: "peer: tmux REPL turn", note: "not measured: " + err.Error()})
+		} else {
+			figs = append(figs, figure{name: "peer: tmux REPL turn", floorName: "bare pty turn", floor: fl, prod: pr, note: note})
+		}
+		if fl, pr, err := pexpectTurns(n, turnFloor); err != nil {
+			figs = append(figs, figure{name: "peer: pexpect REPL turn (in-process Python)", note: "not measured: " + err.Error()})
+		} else {
+			figs = append(figs, figure{name: "peer: pexpect REPL turn (in-process Python)", floorName: "bare pty turn", floor: fl, prod: pr, note: "sendline, expect_exact, delaybeforesend=None"})
+		}
 		stop()
 		call("kill_session", map[string]any{"session_id": id, "remove": true})
 
@@ -268,10 +298,20 @@ func run(n int, bin string, flood int64, mcpArgs string) error {
 			note: fmt.Sprintf("floor %.1f MB/s, ptyhub %.1f MB/s (%.0f%% of floor), returned because %v", mb/fl.Seconds(), mb/pr.Seconds(), 100*fl.Seconds()/pr.Seconds(), r["returned_because"])})
 	}
 
+	cf, err := cliStart(min(n, 50), bin, dir)
+	if err != nil {
+		return err
+	}
+	figs = append(figs, cf)
+
 	fmt.Printf("Measured %s on %s/%s, %d CPUs, %d samples per figure (after warm-up).\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), n)
 	fmt.Println("| figure | floor (same run) | floor median ms | ptyhub median ms | over floor ms | ratio | ptyhub p99 ms | note |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, f := range figs {
+		if len(f.prod) == 0 {
+			fmt.Printf("| %s | — | — | — | — | — | — | %s |\n", f.name, f.note)
+			continue
+		}
 		if len(f.floor) == 0 {
 			fmt.Printf("| %s | — | — | %s | — | — | %s | %s |\n", f.name, ms(med(f.prod)), ms(pct(f.prod, 99)), f.note)
 			continue
