@@ -80,12 +80,14 @@ func Follow(h *broadcast.Hub, rows, cols int, reply func([]byte)) *Model {
 	return m
 }
 
+// scanBufs holds the answerers' scan buffers.
+var scanBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // answer is the answerer goroutine: it scans every byte of the stream once for queries.
 // It stops at the end of the stream or when quit is closed.
 func (m *Model) answer() {
 	defer close(m.done)
 	var sc Scanner
-	buf := make([]byte, 32<<10)
 	off := int64(0)
 	// During a flood (a round that found more than floodRound bytes) the answerer wakes
 	// per floodBatch bytes or after floodWake, not per pty read: a wake costs more than
@@ -98,6 +100,10 @@ func (m *Model) answer() {
 		notify := m.hub.Notify()
 		var timerC <-chan time.Time
 		round := int64(0)
+		// The scan buffer is borrowed for the round and given back before waiting, so
+		// an idle session's answerer holds none.
+		bp := scanBufs.Get().(*[]byte)
+		buf := *bp
 		for {
 			n, missed, err := m.hub.ReadAt(buf, off)
 			if missed > 0 { // fell out of the ring: a query split across the gap is lost
@@ -111,10 +117,12 @@ func (m *Model) answer() {
 				continue
 			}
 			if err != nil {
+				scanBufs.Put(bp)
 				return
 			}
 			break
 		}
+		scanBufs.Put(bp)
 		if round > floodRound {
 			notify = m.hub.NotifyAt(off + floodBatch)
 			timer.Reset(floodWake)

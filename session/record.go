@@ -239,6 +239,9 @@ func (r *recorder) writer() *transcript.Writer {
 // its own hub cursor and the queued events into the transcript, in order. It
 // stops once the output has ended (hub closed and read) and the exit is known
 // or stop was called; then it closes the transcript and closes done.
+// readBufs holds the recorders' 64 KiB copy buffers.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
 func (r *recorder) run(dir string, h transcript.Header) {
 	defer close(r.done)
 	// The files are created here, not on the exec path; output waits in the hub (the
@@ -253,12 +256,18 @@ func (r *recorder) run(dir string, h transcript.Header) {
 	close(r.ready)
 	r.maybePrune(dir)
 	hub := r.s.hub
-	buf := make([]byte, 64<<10)
+	// The copy buffer is borrowed from readBufs while there is output to copy and given
+	// back once the recorder has caught up, so an idle session holds none (and the
+	// goroutine's stack stays small: a 64 KiB array would live on it).
+	var buf []byte
 	var cur int64
 	status := ""
 	// pump writes output from cur up to limit (-1: all there is); it reports
 	// whether the stream has ended.
 	pump := func(limit int64) bool {
+		if buf == nil {
+			buf = *readBufs.Get().(*[]byte)
+		}
 		for {
 			p := buf
 			if limit >= 0 {
@@ -312,6 +321,11 @@ func (r *recorder) run(dir string, h transcript.Header) {
 		}
 		ended := pump(-1)
 		r.w.Flush()
+		if buf != nil {
+			b := buf
+			readBufs.Put(&b)
+			buf = nil
+		}
 		if err := r.w.Err(); err != nil && !logged {
 			logged = true
 			r.s.m.log.Warn("transcript: recording stopped", "session", r.s.id, "err", err)

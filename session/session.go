@@ -182,10 +182,15 @@ func (s *Session) awaitHeld(exit <-chan reaper.Exit) (ws syscall.WaitStatus, ok 
 	return ws, ok, nil
 }
 
+// readBufSize is the reader goroutine's buffer size.
+var readBufSize = 8 << 10
+
 // readLoop is the session's one reader: it moves output into the hub until the end of the
 // stream. Owned by the session; stops at EOF/EIO or when the output is closed.
 func (s *Session) readLoop() {
-	buf := make([]byte, 8<<10) // pty reads return at most ~4 KiB
+	// pty reads return at most ~4 KiB. The buffer is on the heap (readBufSize is a
+	// variable): on the stack it would double this goroutine's stack.
+	buf := make([]byte, readBufSize)
 	for {
 		var n int
 		var err error

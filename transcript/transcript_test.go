@@ -259,7 +259,7 @@ func TestDiskError(t *testing.T) {
 		t.Skip("no /dev/full")
 	}
 	w.f.Close()
-	w.f, w.bw = full, bufio.NewWriterSize(full, 16)
+	w.f = full
 	w.Output(at(1), 0, []byte("some output that does not fit"))
 	w.Flush()
 	if w.Err() == nil || !strings.Contains(w.Err().Error(), "no space") {

@@ -1,7 +1,6 @@
 package transcript
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -42,7 +41,7 @@ type Options struct {
 type Writer struct {
 	path  string
 	f     *os.File
-	bw    *bufio.Writer
+	buf   *[]byte // events not yet written to f; from bufPool, returned by Flush
 	start time.Time
 	cap   int64
 
@@ -82,7 +81,7 @@ func Create(dir, uuid string, h Header, start time.Time, o Options) (*Writer, er
 	if err != nil {
 		return nil, fmt.Errorf("transcript: create: %w", err)
 	}
-	w.f, w.bw = f, bufio.NewWriterSize(f, 64<<10)
+	w.f = f
 	if o.Spill {
 		w.spillP = SpillPath(dir, uuid)
 		if w.spill, err = openExclusive(w.spillP, os.O_RDWR); err != nil {
@@ -175,15 +174,37 @@ func (w *Writer) Marker(t time.Time, text string) {
 	w.eventForce(t, 'm', []byte(text), true)
 }
 
-// Flush writes buffered events to the file.
+// bufSize is the most events a Writer buffers before writing them to its file.
+const bufSize = 64 << 10
+
+// bufPool holds event buffers. A Writer takes one when it buffers an event and gives it
+// back on Flush, so an idle session's transcript holds no buffer.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, bufSize); return &b }}
+
+// Flush writes buffered events to the file and gives the buffer back to the pool.
 func (w *Writer) Flush() error {
-	if w.err != nil || w.bw == nil {
-		return w.err
-	}
-	if err := w.bw.Flush(); err != nil {
-		w.fail(err)
+	w.writeBuf()
+	if w.buf != nil {
+		*w.buf = (*w.buf)[:0]
+		bufPool.Put(w.buf)
+		w.buf = nil
 	}
 	return w.err
+}
+
+// writeBuf writes the buffered events to the file, keeping the (emptied) buffer.
+func (w *Writer) writeBuf() {
+	if w.buf == nil || len(*w.buf) == 0 {
+		return
+	}
+	b := *w.buf
+	*w.buf = b[:0]
+	if w.err != nil {
+		return
+	}
+	if _, err := w.f.Write(b); err != nil {
+		w.fail(err)
+	}
 }
 
 // Close writes what is pending, a marker for output not recorded past the
@@ -325,12 +346,31 @@ func (w *Writer) eventForce(t time.Time, code byte, data []byte, force bool) {
 	w.put(line)
 }
 
+// put buffers b (or, when it is as large as the buffer, writes it straight through).
+// After the first write error it does nothing.
 func (w *Writer) put(b []byte) {
-	n, err := w.bw.Write(b)
-	w.size += int64(n)
-	if err != nil {
-		w.fail(err)
+	if w.err != nil {
+		return
 	}
+	if w.buf == nil {
+		w.buf = bufPool.Get().(*[]byte)
+	}
+	if len(*w.buf)+len(b) > bufSize {
+		w.writeBuf()
+		if w.err != nil {
+			return
+		}
+	}
+	if len(b) >= bufSize {
+		n, err := w.f.Write(b)
+		w.size += int64(n)
+		if err != nil {
+			w.fail(err)
+		}
+		return
+	}
+	*w.buf = append(*w.buf, b...)
+	w.size += int64(len(b))
 }
 
 // fail records the first disk error and tries once to leave a marker that
