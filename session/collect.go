@@ -179,7 +179,13 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 			res.because = BecausePattern
 			break
 		}
-		if detect && !s.isExited() {
+		if eof {
+			// The stream has ended but the exit is not known yet: the hub's channel is
+			// always ready now, so wait for the exit (or the deadline) instead of
+			// spinning on it, and with the terminal closed nothing can wait for input.
+			notify = nil
+		}
+		if detect && !eof && !s.isExited() {
 			now := time.Now()
 			if fresh {
 				// New output: look at once. During a flood a look stops at its first,
