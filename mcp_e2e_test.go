@@ -201,7 +201,9 @@ func e2eClientDir(t *testing.T) string {
 			} // else another run installed it first
 		}
 	}
-	e2eCopy(t, filepath.Join(src, "client.mjs"), filepath.Join(dir, "client.mjs"))
+	for _, f := range []string{"client.mjs", "callers.mjs"} {
+		e2eCopy(t, filepath.Join(src, f), filepath.Join(dir, f))
+	}
 	return dir
 }
 
@@ -241,5 +243,130 @@ func e2eWaitGone(t *testing.T, what string, list func() []int) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestMCPCallers runs several agents at once with the TypeScript MCP client, each with its
+// own `ptyhub mcp` sharing one server, as Claude Code starts them: in the project's
+// directory (through a symbolic link, with a space in its name) and with the environment
+// of its MCP configuration. Commands run there and see that environment, except
+// credential-like variables unless --pass-env allows them; --workdir and relative
+// workdirs resolve against that directory; --embedded follows the same rules.
+func TestMCPCallers(t *testing.T) {
+	t.Parallel()
+	node, err := osexec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node is not installed; the TypeScript MCP client test needs Node.js 18 or later")
+		}
+		t.Skip("node is not installed: skipping the TypeScript MCP client test")
+	}
+	dir := e2eClientDir(t)
+	bin := e2eBuildPtyhub(t)
+	sv := svNew(t)
+	proj := sv.dir
+	if err := os.Mkdir(filepath.Join(proj, "sub dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(filepath.Dir(proj), "link to proj")
+	other := filepath.Join(filepath.Dir(proj), "other proj")
+	if err := os.Symlink(proj, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base := map[string]string{"PTYHUB_SOCKET": sv.socket, "XDG_STATE_HOME": filepath.Join(filepath.Dir(proj), "state")}
+	env := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	type call struct {
+		Step string         `json:"step"`
+		Tool string         `json:"tool"`
+		Args map[string]any `json:"args"`
+	}
+	type agent struct {
+		Name  string            `json:"name"`
+		Args  []string          `json:"args"`
+		Cwd   string            `json:"cwd"`
+		Env   map[string]string `json:"env"`
+		Calls []call            `json:"calls"`
+	}
+	exec := func(step, cmd string, extra ...any) call {
+		args := map[string]any{"cmd": cmd, "yield_time_ms": 20000}
+		for i := 0; i < len(extra); i += 2 {
+			args[extra[i].(string)] = extra[i+1]
+		}
+		return call{step, "exec_command", args}
+	}
+	const probe = `echo "[$PWD][${FROM_MCP_CONFIG-unset}][${MY_API_TOKEN-unset}][${GH_TOKEN-unset}][${VIRTUAL_ENV-unset}]"`
+	spec := []agent{
+		{"a", []string{"mcp"}, link,
+			env("PWD", link, "FROM_MCP_CONFIG", "agent-a", "MY_API_TOKEN", "s3cret", "VIRTUAL_ENV", "/venv-a"),
+			[]call{exec("env", probe), exec("relative", "pwd", "workdir", "sub dir"),
+				exec("explicit", `echo "[$MY_API_TOKEN]"`, "env", map[string]string{"MY_API_TOKEN": "given"})}},
+		{"b", []string{"mcp", "--pass-env", "MY_API_TOKEN"}, other,
+			env("PWD", other, "MY_API_TOKEN", "s3cret", "GH_TOKEN", "x"),
+			[]call{exec("env", probe), {"list", "list_sessions", map[string]any{}}}},
+		{"c", []string{"mcp", "--workdir", "sub dir"}, proj, env("PWD", proj),
+			[]call{exec("workdir", "pwd")}},
+		{"d", []string{"mcp", "--embedded"}, link, env("PWD", link, "FROM_MCP_CONFIG", "agent-d", "GH_TOKEN", "x"),
+			[]call{exec("env", probe)}},
+	}
+	js, _ := json.Marshal(spec)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "callers.mjs"), bin, string(js))
+	cmd.Dir = dir
+	cmd.Env = sv.env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("callers.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var m struct {
+			Agent, Step, Text, Error string
+			IsError                  bool
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("client printed %q: %v", line, err)
+		}
+		if m.Error != "" || m.IsError {
+			t.Errorf("%s/%s failed: %s%s", m.Agent, m.Step, m.Error, m.Text)
+		}
+		out := m.Text
+		if _, o, ok := strings.Cut(m.Text, "Output:\n"); ok {
+			out = o
+		}
+		got[m.Agent+"/"+m.Step] = out
+	}
+	want := map[string]string{
+		"a/env":      fmt.Sprintf("[%s][agent-a][unset][unset][/venv-a]\n", link),
+		"a/relative": filepath.Join(link, "sub dir") + "\n",
+		"a/explicit": "[given]\n",
+		"b/env":      fmt.Sprintf("[%s][unset][s3cret][unset][unset]\n", other),
+		"c/workdir":  filepath.Join(proj, "sub dir") + "\n",
+		"d/env":      fmt.Sprintf("[%s][agent-d][unset][unset][unset]\n", link),
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: got %q, want %q", k, got[k], w)
+		}
+	}
+	// b listed a's sessions: one server for both.
+	if !strings.Contains(got["b/list"], "MY_API_TOKEN") {
+		t.Errorf("b/list does not show agent a's sessions (not one shared server?):\n%s", got["b/list"])
+	}
+	if t.Failed() {
+		t.Logf("stderr:\n%s", stderr.String())
 	}
 }

@@ -42,13 +42,15 @@ var svBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// svHub is one test's private server: its socket and state directory, and the
-// environment that points the CLI at them.
+// svHub is one test's private server: its socket and state directory, the environment
+// that points the CLI at them, and the project directory the CLI runs in (not the
+// repository, and with a space in its path, as users have).
 type svHub struct {
 	t      *testing.T
 	bin    string
 	socket string
 	env    []string
+	dir    string
 }
 
 // svNew returns a private server environment; the server (started by the first command)
@@ -60,10 +62,22 @@ func svNew(t *testing.T) *svHub {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	h := &svHub{t: t, bin: bin, socket: filepath.Join(dir, "run", "s.sock")}
+	h := &svHub{t: t, bin: bin, socket: filepath.Join(dir, "run", "s.sock"), dir: filepath.Join(dir, "my proj")}
+	if err := os.Mkdir(h.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	h.env = append(os.Environ(), "PTYHUB_SOCKET="+h.socket, "XDG_STATE_HOME="+filepath.Join(dir, "state"))
 	t.Cleanup(h.stop)
 	return h
+}
+
+// inDir returns a copy of h whose commands run in dir (as after `cd dir`) with extra
+// environment variables.
+func (h *svHub) inDir(dir string, extraEnv ...string) *svHub {
+	c := *h
+	c.dir = dir
+	c.env = append(append([]string(nil), h.env...), extraEnv...)
+	return &c
 }
 
 // serverPID reads the running server's pid from its lock file (0: none).
@@ -89,7 +103,8 @@ func (h *svHub) run(args ...string) (string, string, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, h.bin, args...)
-	cmd.Env = h.env
+	cmd.Env = append(h.env, "PWD="+h.dir) // a shell's cd sets PWD
+	cmd.Dir = h.dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -150,7 +165,8 @@ func (h *svHub) attach(rows, cols int, read bool, args ...string) *svTerm {
 		h.t.Fatal(err)
 	}
 	cmd := osexec.Command(h.bin, append([]string{"attach"}, args...)...)
-	cmd.Env = h.env
+	cmd.Env = append(h.env, "PWD="+h.dir)
+	cmd.Dir = h.dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	if err := cmd.Start(); err != nil {
@@ -702,4 +718,81 @@ func svChildren(pid int) []int {
 		}
 	}
 	return out
+}
+
+// Commands started through the server run in the caller's directory and environment:
+// from a project directory with a space in its name, reached through a symbolic link,
+// with a PATH, a VIRTUAL_ENV and a variable only this caller has; a relative --cwd
+// resolves against the caller's directory; two callers in different directories share
+// one server. --embedded and the server give a command the same environment.
+func TestServerCallerDirAndEnv(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	link := filepath.Join(filepath.Dir(h.dir), "link to proj")
+	if err := os.Symlink(h.dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(h.dir, "sub dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(h.dir, "venv bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "hello-caller"), []byte("#!/bin/sh\necho hello from the caller PATH\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	u := h.inDir(link, "PATH="+bin+":"+os.Getenv("PATH"), "VIRTUAL_ENV="+filepath.Dir(bin), "ONLY_HERE=caller-value")
+	out := u.ok("exec", "-c", `echo "[$PWD][$(pwd -P)][$VIRTUAL_ENV][$ONLY_HERE]"`)
+	if want := fmt.Sprintf("[%s][%s][%s][caller-value]", link, h.dir, h.dir); !strings.Contains(out, want) {
+		t.Errorf("exec -c from %s:\n%s\nwant %s", link, out, want)
+	}
+	if out := u.ok("exec", "--", "hello-caller"); !strings.Contains(out, "hello from the caller PATH") {
+		t.Errorf("exec -- hello-caller (on the caller's PATH):\n%s", out)
+	}
+	if out := u.ok("exec", "--cwd", "sub dir", "-c", "pwd"); !strings.Contains(out, filepath.Join(link, "sub dir")+"\n") {
+		t.Errorf("exec --cwd 'sub dir':\n%s", out)
+	}
+	if _, errs, code := u.run("exec", "--cwd", "nope", "--", "pwd"); code != 2 || !strings.Contains(errs, filepath.Join(link, "nope")) {
+		t.Errorf("exec --cwd nope: status %d, stderr %q; want 2 and the resolved path", code, errs)
+	}
+	// A second caller elsewhere, on the same server.
+	other := h.inDir(filepath.Join(h.dir, "sub dir"))
+	if out := other.ok("exec", "--", "pwd"); !strings.Contains(out, filepath.Join(h.dir, "sub dir")+"\n") {
+		t.Errorf("second caller: pwd:\n%s", out)
+	}
+	if out := other.ok("exec", "-c", `echo "[${ONLY_HERE-unset}]"`); !strings.Contains(out, "[unset]") {
+		t.Errorf("second caller sees the first caller's variable:\n%s", out)
+	}
+
+	// The same environment embedded and through the server (PTYHUB_SESSION aside).
+	envOf := func(embedded bool) map[string]bool {
+		args := []string{"exec", "--no-tty", "--", "env"}
+		if embedded {
+			args = []string{"exec", "--embedded", "--no-tty", "--", "env"}
+		}
+		out := u.ok(args...)
+		_, body, _ := strings.Cut(out, "Output:\n")
+		set := map[string]bool{}
+		for _, l := range strings.Split(body, "\n") {
+			if l != "" && !strings.HasPrefix(l, "PTYHUB_SESSION=") {
+				set[l] = true
+			}
+		}
+		return set
+	}
+	emb, srv := envOf(true), envOf(false)
+	for l := range emb {
+		if !srv[l] {
+			t.Errorf("embedded has %q, the server's session does not", l)
+		}
+	}
+	for l := range srv {
+		if !emb[l] {
+			t.Errorf("the server's session has %q, embedded does not", l)
+		}
+	}
+	if !srv["ONLY_HERE=caller-value"] || !srv["PWD="+link] {
+		t.Errorf("server environment lacks the caller's variables: %v", srv)
+	}
 }

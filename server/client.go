@@ -35,6 +35,10 @@ type DialOptions struct {
 	Name string
 	// Own: sessions started through this client end when it closes (ptyhub mcp).
 	Own bool
+	// Caller is where the sessions started through this client run: its directory and
+	// environment (nil: the server's own, which is rarely what a caller wants; see
+	// session.Here).
+	Caller *session.Caller
 }
 
 // connect connects to the server, starting one first if allowed.
@@ -81,6 +85,15 @@ func connect(ctx context.Context, o *DialOptions) (*net.UnixConn, error) {
 			delay = min(delay*2, 50*time.Millisecond)
 		}
 	}
+}
+
+// build is the build of the server this client would start: that of o.Executable, else
+// this process's.
+func (o *DialOptions) build() string {
+	if o.Executable != "" {
+		return buildOf(o.Executable)
+	}
+	return Build()
 }
 
 func dialOnce(path string) (*net.UnixConn, error) {
@@ -173,7 +186,7 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := handshake(c, &hello{Proto: protoVersion, Mode: ModeService, Name: o.Name, Own: o.Own})
+	w, err := handshake(c, &hello{Protocol: Protocol, Build: o.build(), Mode: ModeService, Name: o.Name, Own: o.Own, Caller: o.Caller})
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -372,7 +385,7 @@ func DialAttach(ctx context.Context, o DialOptions, a AttachOptions) (*Attach, e
 	if err != nil {
 		return nil, err
 	}
-	w, err := handshake(c, &hello{Proto: protoVersion, Mode: ModeAttach, Name: o.Name,
+	w, err := handshake(c, &hello{Protocol: Protocol, Build: o.build(), Mode: ModeAttach, Name: o.Name,
 		Session: a.Session, ReadOnly: a.ReadOnly, Watch: a.Watch, From: a.From, Rows: a.Rows, Cols: a.Cols})
 	if err != nil {
 		c.Close()

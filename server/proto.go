@@ -13,14 +13,18 @@ import (
 
 // The wire protocol: each frame is a 4-byte big-endian length, then that many bytes of
 // one JSON object (frame). The client opens with a hello and the server answers with a
-// welcome (or an error, then closes). A service connection then carries requests (id,
+// welcome (or an error, then closes). Both carry the protocol version and the build of
+// the binary; a hello of another protocol is answered with an error of kind "protocol"
+// whose body is the welcome, so any client can tell what it reached. A service hello
+// carries the caller (directory and environment) its sessions start in. A service connection then carries requests (id,
 // op, body) answered by one reply each with the same id, in any order, served
 // concurrently; "cancel" with a request's id cancels that request's context. An attach
 // connection carries output frames from the server and input/winsize frames from the
 // client, and ends with an "end" frame when the session's output ended.
 
-// protoVersion is bumped when the protocol changes incompatibly.
-const protoVersion = 1
+// Protocol is the version of the wire protocol, bumped when it changes incompatibly.
+// Protocol 1 (the first release) had no build and no caller in its hello.
+const Protocol = 2
 
 // MaxFrame is the largest frame the server accepts from a client. A larger one gets an
 // error reply and the connection is closed (the server and its other clients carry on).
@@ -63,9 +67,13 @@ type frame struct {
 }
 
 type hello struct {
-	Proto int    `json:"proto"`
-	Mode  string `json:"mode"`
-	Name  string `json:"name,omitempty"`
+	Protocol int    `json:"protocol"`
+	Build    string `json:"build"`
+	Mode     string `json:"mode"`
+	Name     string `json:"name,omitempty"`
+	// Caller is where the connection's sessions start (absent: the server's own
+	// directory and environment).
+	Caller *session.Caller `json:"caller,omitempty"`
 	// Own: sessions started on this connection end when it closes (ptyhub mcp without
 	// --keep). Otherwise they stay with the server until killed.
 	Own bool `json:"own,omitempty"`
@@ -81,9 +89,15 @@ type hello struct {
 
 // Welcome is the server's answer to a hello.
 type Welcome struct {
-	Proto   int    `json:"proto"`
-	PID     int    `json:"pid"`
-	Version string `json:"version,omitempty"`
+	Protocol int    `json:"protocol"`
+	Build    string `json:"build"`
+	PID      int    `json:"pid"`
+	Version  string `json:"version,omitempty"`
+	// ExeDeleted: the server's executable file was deleted or replaced since it started
+	// (it runs a build nobody can start again).
+	ExeDeleted bool `json:"exe_deleted,omitempty"`
+	// Running counts the server's running sessions.
+	Running int `json:"running"`
 	// Attach mode.
 	SessionID string `json:"session_id,omitempty"`
 	Command   string `json:"command,omitempty"`
@@ -107,6 +121,10 @@ type wireError struct {
 	Kind    string `json:"kind,omitempty"`
 	Message string `json:"message"`
 }
+
+// kindProtocol marks a hello refused for its protocol version; the frame's body is the
+// server's Welcome.
+const kindProtocol = "protocol"
 
 var kinds = []struct {
 	name string

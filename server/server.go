@@ -310,30 +310,46 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		return
 	}
 	c.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	f, err := readFrame(c, 64<<10)
+	// A hello carries the caller's environment: allow as much as a process can have.
+	f, err := readFrame(c, MaxFrame)
 	if err != nil {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
-	var h hello
-	if err := strictDecode(f.Body, &h); err != nil || h.Proto != protoVersion {
-		msg := fmt.Sprintf("bad hello (protocol %d; this server speaks %d): restart with the same ptyhub version", h.Proto, protoVersion)
-		if err != nil {
-			msg = "bad hello: " + err.Error()
-		}
+	w := &Welcome{Protocol: Protocol, Build: Build(), PID: os.Getpid(), Version: s.opts.Version,
+		ExeDeleted: exeDeleted(), Running: s.mgr.Running()}
+	refuse := func(kind, msg string) {
+		body, _ := json.Marshal(w)
 		c.SetWriteDeadline(time.Now().Add(time.Second))
-		writeFrame(c, &frame{Op: opReply, Error: &wireError{Kind: "invalid", Message: msg}})
+		writeFrame(c, &frame{Op: opReply, Body: body, Error: &wireError{Kind: kind, Message: msg}})
+	}
+	// The protocol number first, leniently: a client of another protocol learns ours.
+	var v struct {
+		Protocol int `json:"protocol"`
+	}
+	json.Unmarshal(f.Body, &v)
+	if v.Protocol != Protocol {
+		refuse(kindProtocol, fmt.Sprintf("the ptyhub server (pid %d, build %s) speaks protocol %d, the client protocol %d", w.PID, w.Build, Protocol, v.Protocol))
 		return
 	}
-	w := &Welcome{Proto: protoVersion, PID: os.Getpid(), Version: s.opts.Version}
+	var h hello
+	if err := strictDecode(f.Body, &h); err != nil {
+		refuse("invalid", "bad hello: "+err.Error())
+		return
+	}
+	if h.Caller != nil {
+		if err := h.Caller.Check(); err != nil {
+			refuse("invalid", "bad hello: "+err.Error())
+			return
+		}
+	}
 	switch h.Mode {
 	case ModeService:
 		s.serveService(c, h, w)
 	case ModeAttach:
 		s.serveAttach(c, h, w)
 	default:
-		c.SetWriteDeadline(time.Now().Add(time.Second))
-		writeFrame(c, &frame{Op: opReply, Error: &wireError{Kind: "invalid", Message: fmt.Sprintf("unknown mode %q", h.Mode)}})
+		refuse("invalid", fmt.Sprintf("unknown mode %q", h.Mode))
 	}
 }
 
@@ -371,6 +387,9 @@ func (s *Server) serveService(c *net.UnixConn, h hello, w *Welcome) {
 		return
 	}
 	client := s.mgr.NewClient(h.Name)
+	if h.Caller != nil {
+		client, _ = s.mgr.NewClientFor(h.Name, *h.Caller) // checked by serveConn
+	}
 	ctx, cancelAll := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	inflight := map[uint64]context.CancelFunc{}

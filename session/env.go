@@ -32,9 +32,10 @@ var agentEnv = [][2]string{
 
 var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// buildEnv returns the child's environment: inherited (unless clearEnv), then the
-// profile, then the caller's variables, then PTYHUB_SESSION. Keys are checked.
-func buildEnv(profile string, clearEnv bool, extra map[string]string, uuid string) ([]string, error) {
+// buildEnv returns the child's environment: base, the caller's environment (unless
+// clearEnv) with PWD set to dir, then the profile, then the request's variables, then
+// PTYHUB_SESSION. Keys are checked.
+func buildEnv(base []string, dir, profile string, clearEnv bool, extra map[string]string, uuid string) ([]string, error) {
 	vars := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -44,11 +45,14 @@ func buildEnv(profile string, clearEnv bool, extra map[string]string, uuid strin
 		vars[k] = v
 	}
 	if !clearEnv {
-		for _, kv := range os.Environ() {
+		for _, kv := range base {
 			if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
 				set(k, v)
 			}
 		}
+		// As a shell does for the programs it starts after a cd: the logical path of the
+		// directory the program runs in.
+		set("PWD", dir)
 	}
 	switch profile {
 	case ProfileAgent:
@@ -95,24 +99,31 @@ func getenv(env []string, key string) string {
 	return v
 }
 
-// resolveWorkdir makes dir absolute (against the manager's cwd) and checks it.
-func resolveWorkdir(dir string) (string, error) {
-	if dir == "" {
-		return os.Getwd()
+// resolveWorkdir returns the directory a session runs in: dir, made absolute against
+// base (the caller's directory), lexically cleaned (symbolic links are kept, as a shell's
+// logical path keeps them), and checked to be a directory. An empty dir is base itself.
+func resolveWorkdir(base, dir string) (string, error) {
+	abs := dir
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(base, dir)
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", fmt.Errorf("%w: workdir %q: %v", ErrInvalid, dir, err)
+	abs = filepath.Clean(abs)
+	name := fmt.Sprintf("%q", dir)
+	if dir == "" {
+		name = "(the caller's directory)"
+	}
+	if abs != dir {
+		name += fmt.Sprintf(" (%s)", abs)
 	}
 	fi, err := os.Stat(abs)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return "", fmt.Errorf("%w: workdir %q does not exist", ErrInvalid, dir)
+			return "", fmt.Errorf("%w: workdir %s does not exist", ErrInvalid, name)
 		}
-		return "", fmt.Errorf("%w: workdir %q: %v", ErrInvalid, dir, err)
+		return "", fmt.Errorf("%w: workdir %s: %v", ErrInvalid, name, err)
 	}
 	if !fi.IsDir() {
-		return "", fmt.Errorf("%w: workdir %q is not a directory", ErrInvalid, dir)
+		return "", fmt.Errorf("%w: workdir %s is not a directory", ErrInvalid, name)
 	}
 	return abs, nil
 }

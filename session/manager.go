@@ -90,11 +90,22 @@ func (m *Manager) startReaper() error {
 	return m.reaperErr
 }
 
-// NewClient returns a handle for one agent or CLI connection. Results given to this
+// NewClient returns a handle for one agent or CLI connection whose sessions start in this
+// process's working directory and environment (the zero Caller). Results given to this
 // client list the sessions it started that ended since its previous call. Sessions started
 // through the client are owned by it: Close ends them unless keep is set.
 func (m *Manager) NewClient(name string) *Client {
 	return &Client{m: m, name: name}
+}
+
+// NewClientFor is NewClient for a client whose sessions start in caller's directory and
+// environment (see Caller), such as a connection to the server. It returns an ErrInvalid
+// error when caller fails Caller.Check.
+func (m *Manager) NewClientFor(name string, caller Caller) (*Client, error) {
+	if err := caller.Check(); err != nil {
+		return nil, err
+	}
+	return &Client{m: m, name: name, caller: caller}, nil
 }
 
 // Close ends every session (whole process trees) and the reaper, then returns.
@@ -123,6 +134,19 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	m.recs.closeAll(ctx)
 	return m.reaper.Close(5 * time.Second)
+}
+
+// Running counts the sessions whose program has not exited.
+func (m *Manager) Running() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, s := range m.sessions {
+		if !s.isExited() {
+			n++
+		}
+	}
+	return n
 }
 
 // lookup finds a session by short id, UUID or unique UUID prefix.
@@ -258,12 +282,20 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 	if len(req.Stdin) > MaxInputBytes {
 		return nil, nil, fmt.Errorf("%w: stdin is %d bytes, more than %d; write the data to a file and pass its name", ErrInvalid, len(req.Stdin), MaxInputBytes)
 	}
-	dir, err := resolveWorkdir(req.Workdir)
+	base, baseEnv := owner.caller.Dir, owner.caller.Env
+	if base == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, nil, fmt.Errorf("session: working directory: %w", err)
+		}
+		base, baseEnv = wd, os.Environ()
+	}
+	dir, err := resolveWorkdir(base, req.Workdir)
 	if err != nil {
 		return nil, nil, err
 	}
 	id := uuid.Must(uuid.NewV7()).String()
-	env, err := buildEnv(profile, req.ClearEnv, req.Env, id)
+	env, err := buildEnv(baseEnv, dir, profile, req.ClearEnv, req.Env, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -342,8 +374,9 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 
 // Client is one caller's view of a Manager; it implements Service.
 type Client struct {
-	m    *Manager
-	name string
+	m      *Manager
+	name   string
+	caller Caller // immutable
 
 	mu    sync.Mutex
 	ended []Ended

@@ -61,7 +61,7 @@ func printText(w io.Writer, s string) {
 
 // withClient dials the server and runs f with it.
 func withClient(ctx context.Context, socket, cmd string, stderr io.Writer, f func(*server.Client) int) int {
-	c, err := dial(ctx, socket, cmd, false)
+	c, err := dial(ctx, socket, cmd, false, nil)
 	if err != nil {
 		return fail(stderr, cmd, err)
 	}
@@ -413,7 +413,7 @@ func runLogs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 // transcriptUUID asks the server for the UUID of session id; "" when it does not know it
 // (or there is no server: the transcripts on disk are searched then).
 func transcriptUUID(ctx context.Context, socket, id string) string {
-	c, err := dial(ctx, socket, "logs", false)
+	c, err := dial(ctx, socket, "logs", false, nil)
 	if err != nil {
 		return ""
 	}

@@ -28,7 +28,9 @@ with escape sequences removed, cut to --max-tokens (head and tail kept).
 
 The words after the flags are the program and its arguments, run directly, without a
 shell (put -- before them when one starts with -). To run a shell command line (pipes,
-&&, globs, $VARS), pass it as one string with -c; it runs as $SHELL -c.
+&&, globs, $VARS), pass it as one string with -c; it runs as $SHELL -c. It runs in the
+current directory (--cwd changes it) with your environment (--env adds to it), as if
+you had typed it, although the ptyhub server starts it.
 
 ptyhub exec returns when the command exits, waits for input at its terminal, prints
 text matching --wait-for, or when --yield has passed (default 10s; a longer --timeout
@@ -73,9 +75,9 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	fs := newFlagSet("exec", execHelp)
 	env := envFlag{}
 	shellCmd := fs.String("c", "", "run this shell `command line` ($SHELL -c) instead of a program")
-	cwd := fs.String("cwd", "", "working `directory` of the command (must exist)")
+	cwd := fs.String("cwd", "", "working `directory` of the command, relative to the current one (must exist)")
 	fs.Var(env, "env", "set an environment variable for the command, `K=V` (repeatable)")
-	clearEnv := fs.Bool("clear-env", false, "start from an empty environment instead of ptyhub's")
+	clearEnv := fs.Bool("clear-env", false, "start from an empty environment instead of yours")
 	noTTY := fs.Bool("no-tty", false, "use plain pipes (stdout and stderr merged) instead of a pseudo-terminal")
 	yield := fs.Duration("yield", time.Duration(session.DefaultExecYieldMs)*time.Millisecond, "return after this `duration` even if the command still runs (max 10m)")
 	maxTokens := fs.Int64("max-tokens", 10_000, "token `budget` of the printed output; longer output keeps its head and tail")
@@ -142,6 +144,12 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// The command runs where the human typed ptyhub exec, with their environment.
+	caller, err := session.Here()
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
+		return exitError
+	}
 	var client session.Service
 	if *embedded {
 		mgr, err := session.NewManager(session.Options{Logger: log})
@@ -149,7 +157,11 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 			fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
 			return exitError
 		}
-		c := mgr.NewClient("exec")
+		c, err := mgr.NewClientFor("exec", caller)
+		if err != nil {
+			fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
+			return exitError
+		}
 		client = c
 		// The manager (and every process it started) ends with this command.
 		defer func() {
@@ -161,7 +173,7 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 			}
 		}()
 	} else {
-		c, err := dial(ctx, *socket, "exec", false)
+		c, err := dial(ctx, *socket, "exec", false, &caller)
 		if err != nil {
 			fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
 			return exitError

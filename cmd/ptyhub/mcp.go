@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ptyhub/ptyhub/mcpserver"
@@ -12,7 +15,7 @@ import (
 )
 
 const mcpHelp = `Usage:
-  ptyhub mcp [--embedded] [--keep] [--socket PATH] [--verbose]
+  ptyhub mcp [--workdir DIR] [--pass-env NAME]... [--embedded] [--keep] [--socket PATH] [--verbose]
 
 Serves ptyhub's MCP tools (exec_command, write_stdin, read_output, list_sessions,
 kill_session, resize_session) on stdin and stdout, for a coding agent that starts it:
@@ -25,6 +28,13 @@ stdout carries only MCP messages; logs go to stderr. ptyhub mcp exits when stdin
 session it started, with all their processes (with --keep they stay for a human to find
 with 'ptyhub ls').
 
+Commands run in the directory ptyhub mcp was started in (--workdir DIR instead; a
+relative workdir argument of exec_command resolves against it) and with ptyhub mcp's
+environment (what the agent's MCP configuration set), except variables whose names
+contain KEY, SECRET, TOKEN or PASSWORD (in any case): they are not passed to commands
+unless --pass-env NAME allows them (repeatable; NAME may be a pattern such as 'AWS_*').
+exec_command's env argument sets any variable.
+
 The sessions live in the per-user ptyhub server (started when none runs), so a human
 sees them with 'ptyhub ls' and can 'ptyhub attach' to type a password or answer a
 prompt. --embedded runs them inside the ptyhub mcp process instead, invisible to the CLI.
@@ -36,6 +46,9 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	keep := fs.Bool("keep", false, "leave sessions running in the server when the client goes away (no effect with --embedded)")
 	socket := socketFlag(fs)
 	verbose := fs.Bool("verbose", false, "log each tool error and lifecycle event to stderr")
+	workdir := fs.String("workdir", "", "run commands in this `directory` (default: the current one)")
+	var passEnv keysFlag
+	fs.Var(&passEnv, "pass-env", "pass this credential-like variable (`NAME` or pattern, repeatable) to commands")
 	if code, done := fs.parse(args, stdout, stderr); done {
 		return code
 	}
@@ -47,8 +60,14 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	caller, err := mcpCaller(*workdir, passEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
+		return exitUsage
+	}
+	log.Debug("commands run here", "dir", caller.Dir)
 	if !*embedded {
-		return runMCPClient(ctx, *socket, *keep, stdin, stdout, stderr, log)
+		return runMCPClient(ctx, *socket, *keep, &caller, stdin, stdout, stderr, log)
 	}
 	if *keep {
 		log.Warn("--keep has no effect with the embedded manager: sessions end with this process")
@@ -59,7 +78,11 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
 		return exitError
 	}
-	client := mgr.NewClient("mcp")
+	client, err := mgr.NewClientFor("mcp", caller)
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
+		return exitError
+	}
 	log.Debug("serving MCP on stdio")
 	return serveMCP(ctx, client, stdin, stdout, stderr, log, func(cctx context.Context) {
 		if err := client.Close(cctx, *keep); err != nil {
@@ -73,8 +96,8 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 
 // runMCPClient serves MCP with the sessions in the per-user server. This connection owns
 // the sessions it starts: they end when ptyhub mcp exits, unless keep.
-func runMCPClient(ctx context.Context, socket string, keep bool, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) int {
-	client, err := dial(ctx, socket, "mcp", true)
+func runMCPClient(ctx context.Context, socket string, keep bool, caller *session.Caller, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) int {
+	client, err := dial(ctx, socket, "mcp", true, caller)
 	if err != nil {
 		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
 		return exitError
@@ -86,6 +109,36 @@ func runMCPClient(ctx context.Context, socket string, keep bool, stdin io.Reader
 			log.Warn("closing the server connection", "error", err)
 		}
 	})
+}
+
+// mcpCaller is where the agent's commands run: the directory ptyhub mcp was started in
+// (or workdir, resolved against it) and its environment without credentials (variables
+// whose names session.IsSecretName marks), except those passEnv allows.
+func mcpCaller(workdir string, passEnv []string) (session.Caller, error) {
+	c, err := session.Here()
+	if err != nil {
+		return c, err
+	}
+	if workdir != "" {
+		if !filepath.IsAbs(workdir) {
+			workdir = filepath.Join(c.Dir, workdir)
+		}
+		workdir = filepath.Clean(workdir)
+		fi, err := os.Stat(workdir)
+		if err != nil {
+			return c, fmt.Errorf("--workdir: %w", err)
+		}
+		if !fi.IsDir() {
+			return c, fmt.Errorf("--workdir %s is not a directory", workdir)
+		}
+		c.Dir = workdir
+	}
+	var allow []string
+	for _, p := range passEnv {
+		allow = append(allow, strings.Split(p, ",")...)
+	}
+	c.Env, _ = session.WithoutSecrets(c.Env, allow)
+	return c, nil
 }
 
 // serveMCP serves the MCP tools on stdio until the connection ends (end of stdin, a

@@ -35,8 +35,10 @@ func socketFlag(fs *flagSet) *string {
 }
 
 // dial connects to the per-user server as a service client, starting it if needed.
-func dial(ctx context.Context, socket, name string, own bool) (*server.Client, error) {
-	return server.Dial(ctx, server.DialOptions{Socket: socket, AutoStart: true, Name: name, Own: own})
+// Sessions started through it run in caller's directory and environment (nil: for
+// commands that start none).
+func dial(ctx context.Context, socket, name string, own bool, caller *session.Caller) (*server.Client, error) {
+	return server.Dial(ctx, server.DialOptions{Socket: socket, AutoStart: true, Name: name, Own: own, Caller: caller})
 }
 
 func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
