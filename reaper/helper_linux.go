@@ -51,6 +51,7 @@ type helper struct {
 	mu      sync.Mutex
 	leaders map[int]*leader // unreaped leader pid → its session
 	tags    map[string]int  // tag → leader pid (kept after the leader exits, for sid attribution)
+	sidTag  map[int]string  // the inverse of tags: a leader pid (a session id) → its tag
 }
 
 func helperMain() int {
@@ -76,7 +77,7 @@ func helperMain() int {
 		return 1
 	}
 	h := &helper{conn: fc.(*net.UnixConn), self: os.Getpid(),
-		leaders: map[int]*leader{}, tags: map[string]int{}}
+		leaders: map[int]*leader{}, tags: map[string]int{}, sidTag: map[int]string{}}
 
 	// The reaping goroutine: owns every wait. Stops when the process exits.
 	go func() {
@@ -201,6 +202,7 @@ func (h *helper) spawn(m *msg, fds []int) {
 	}
 	h.leaders[pid] = &leader{tag: m.Tag, hold: m.Hold}
 	h.tags[m.Tag] = pid
+	h.sidTag[pid] = m.Tag
 	// Sent under mu: the reply reaches the manager before the exit event can.
 	h.reply(m, &msg{Pid: pid})
 	if !m.Hold {
@@ -330,23 +332,28 @@ func (h *helper) continueStopped(pid int, sig syscall.Signal) {
 func (h *helper) members(tag string) []*proc {
 	h.mu.Lock()
 	leaderPid, known := h.tags[tag]
-	_, leaderAlive := h.leaders[leaderPid]
-	leaderOf := make(map[int]bool, len(h.leaders))
-	for pid, l := range h.leaders {
-		leaderOf[pid] = !l.exited
-	}
-	if l := h.leaders[leaderPid]; l != nil && l.exited {
-		leaderAlive = false
-	}
-	sidOf := make(map[int]string, len(h.tags))
-	for t, pid := range h.tags {
-		sidOf[pid] = t
+	leaderAlive := false
+	if l := h.leaders[leaderPid]; l != nil && !l.exited {
+		leaderAlive = true
 	}
 	h.mu.Unlock()
 	if tag != "" && !known {
 		return nil
 	}
-	return sessionMembers(h.self, tag, leaderPid, leaderAlive, leaderOf, sidOf)
+	// Lookups, not copies: one session's sweep costs O(that session).
+	liveLeader := func(pid int) bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		l := h.leaders[pid]
+		return l != nil && !l.exited
+	}
+	sidOf := func(sid int) (string, bool) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		t, ok := h.sidTag[sid]
+		return t, ok
+	}
+	return sessionMembers(h.self, tag, leaderPid, leaderAlive, liveLeader, sidOf)
 }
 
 // sweep ends every process of the session tagged tag (every descendant with tag ""):
@@ -432,6 +439,9 @@ func (h *helper) forget(tag string) {
 	if pid, ok := h.tags[tag]; ok {
 		if _, alive := h.leaders[pid]; !alive {
 			delete(h.tags, tag)
+			if h.sidTag[pid] == tag {
+				delete(h.sidTag, pid)
+			}
 		}
 	}
 }

@@ -141,10 +141,10 @@ func readChildren(pid int) (kids []int, ok bool) {
 // self: the leader's subtree (while the leader is alive), and orphans re-parented to the
 // reaper (with their subtrees) whose session id is the leader's or whose environment
 // carries PTYHUB_SESSION=tag. With tag "", every descendant of the reaper. liveLeader
-// holds the pids of leaders not yet reaped (of every session), sidOf maps a leader pid
+// says whether a pid is a leader not yet reaped (of any session), sidOf maps a leader pid
 // (a session id) to its tag. It walks /proc/PID/task/*/children, so it costs
 // O(session), not O(machine).
-func sessionMembers(self int, tag string, leaderPid int, leaderAlive bool, liveLeader map[int]bool, sidOf map[int]string) []*proc {
+func sessionMembers(self int, tag string, leaderPid int, leaderAlive bool, liveLeader func(int) bool, sidOf func(int) (string, bool)) []*proc {
 	tree := newProcTree()
 	buf := make([]byte, 512)
 	var roots []int
@@ -156,14 +156,14 @@ func sessionMembers(self int, tag string, leaderPid int, leaderAlive bool, liveL
 			roots = append(roots, c)
 			continue
 		}
-		if liveLeader[c] {
+		if liveLeader(c) {
 			continue // a leader: its own session (ours is already a root)
 		}
 		p := readStat(c, buf)
 		if p == nil || p.dead() {
 			continue
 		}
-		owner, ok := sidOf[p.sid]
+		owner, ok := sidOf(p.sid)
 		if !ok && environHas(c, EnvSession+"="+tag) {
 			owner, ok = tag, true
 		}

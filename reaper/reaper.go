@@ -164,6 +164,9 @@ func (r *Reaper) readLoop() {
 				ch <- rep
 			}
 		case opExit:
+			if t, ok := r.leaders[m.Pid]; ok {
+				delete(r.tags, t)
+			}
 			delete(r.leaders, m.Pid)
 			if ch, ok := r.exits[m.Pid]; ok {
 				delete(r.exits, m.Pid)
@@ -253,6 +256,7 @@ func (r *Reaper) Release(tag string, pid int) (Exit, error) {
 	r.mu.Lock()
 	delete(r.leaders, pid)
 	delete(r.exits, pid)
+	delete(r.tags, tag)
 	r.mu.Unlock()
 	if resp.Err != "" {
 		return Exit{}, errors.New(resp.Err)
@@ -266,15 +270,20 @@ func (r *Reaper) Release(tag string, pid int) (Exit, error) {
 func (r *Reaper) Survivors(tag string) []Survivor {
 	r.mu.Lock()
 	leaderPid := r.tags[tag]
-	live := make(map[int]bool, len(r.leaders))
-	for pid := range r.leaders {
-		live[pid] = true
-	}
-	sidOf := make(map[int]string, len(r.tags))
-	for t, pid := range r.tags {
-		sidOf[pid] = t
-	}
 	r.mu.Unlock()
+	// Lookups, not copies: an exit costs O(its session), not O(sessions alive).
+	live := func(pid int) bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		_, ok := r.leaders[pid]
+		return ok
+	}
+	sidOf := func(sid int) (string, bool) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		t, ok := r.leaders[sid]
+		return t, ok
+	}
 	var out []Survivor
 	for _, p := range sessionMembers(r.cmd.Process.Pid, tag, leaderPid, false, live, sidOf) {
 		if p.pid != leaderPid {

@@ -58,6 +58,34 @@ type Manager struct {
 	closed   bool
 
 	recs recorders // record.go: live transcript writers; Close waits for them
+
+	// releasing counts removed sessions whose resources are still being released
+	// (their transcript is finishing); tests wait on it.
+	releasing sync.WaitGroup
+}
+
+// forget takes s out of the table (the caller may have done so) and releases what it
+// holds once its processes are gone: it ends them first if they still run. Nothing of
+// the session stays reachable from the manager afterwards: its ring, screen model,
+// transcript writer and spill file go with it. Safe to call more than once.
+func (m *Manager) forget(s *Session) {
+	m.mu.Lock()
+	if m.sessions[s.id] == s {
+		delete(m.sessions, s.id)
+	}
+	m.mu.Unlock()
+	s.mu.Lock()
+	already := s.removed
+	s.removed = true
+	s.mu.Unlock()
+	if already {
+		return
+	}
+	if !s.isExited() {
+		s.kill(false)
+	}
+	m.releasing.Add(1)
+	s.rec.remove(m.releasing.Done)
 }
 
 // NewManager returns a manager. It starts no process until the first session.
@@ -214,9 +242,7 @@ func (m *Manager) admit() ([]string, error) {
 			state = "running"
 			victim.kill(false)
 		}
-		victim.mu.Lock()
-		victim.removed = true
-		victim.mu.Unlock()
+		m.forget(victim)
 		warns = append(warns, fmt.Sprintf("session limit %d reached: pruned the least recently used session %d (%s, %s)", m.opts.MaxSessions, victim.id, state, victim.command))
 	}
 	if n+1 >= m.opts.WarnSessions {

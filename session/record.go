@@ -18,8 +18,11 @@ import (
 // transcript (a marker if it can still be written, and one log line).
 //
 // Offsets that have left the ring are read back from the raw spill
-// <uuid>.raw (see package transcript), which lives until the manager is
-// closed; a later manager's retention pass deletes spills left behind.
+// <uuid>.raw (see package transcript). The spill lives while the session is
+// in the manager's table: its file is closed when the transcript ends (read
+// back by opening it again), and deleted when the session is removed or
+// pruned, or when the manager is closed; a later manager's retention pass
+// deletes spills left behind.
 
 // pruneEvery throttles the retention pass: at most once per directory per
 // interval, run by the recorder goroutine of a session that starts.
@@ -48,6 +51,11 @@ type recorder struct {
 	queued   int   // bytes of input data in events
 	dropped  int64 // input bytes not queued because the recorder fell behind
 	stopping bool
+	finished bool // the goroutine is done with the transcript
+	removed  bool // the session left the manager: release once finished
+
+	onRelease   func()
+	releaseOnce sync.Once
 
 	wake chan struct{} // capacity 1: events were queued or stop was called
 	done chan struct{} // closed when the goroutine has closed the transcript
@@ -77,6 +85,58 @@ func (rs *recorders) add(r *recorder) {
 		rs.all = map[*recorder]struct{}{}
 	}
 	rs.all[r] = struct{}{}
+}
+
+func (rs *recorders) drop(r *recorder) {
+	rs.mu.Lock()
+	delete(rs.all, r)
+	rs.mu.Unlock()
+}
+
+// len is the number of recorders not yet released.
+func (rs *recorders) len() int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return len(rs.all)
+}
+
+// remove says the session left the manager (removed or pruned): once its
+// transcript is finished, the spill is deleted and the recorder leaves the
+// manager's set, so nothing of the session stays reachable. It does not wait.
+// done, if not nil, is called once that happened.
+func (r *recorder) remove(done func()) {
+	if r == nil {
+		if done != nil {
+			done()
+		}
+		return
+	}
+	r.mu.Lock()
+	r.removed = true
+	r.onRelease = done
+	finished := r.finished
+	r.mu.Unlock()
+	r.poke()
+	if finished {
+		r.release()
+	}
+}
+
+// release deletes the spill and forgets the recorder. It runs once, from
+// remove or from the goroutine's end, whichever sees both conditions.
+func (r *recorder) release() {
+	r.releaseOnce.Do(func() {
+		if w := r.writer(); w != nil {
+			w.Release()
+		}
+		r.s.m.recs.drop(r)
+		r.mu.Lock()
+		done := r.onRelease
+		r.mu.Unlock()
+		if done != nil {
+			done()
+		}
+	})
 }
 
 // closeAll waits (until ctx is done) for every recorder to finish its
@@ -243,7 +303,16 @@ func (r *recorder) writer() *transcript.Writer {
 var readBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
 func (r *recorder) run(dir string, h transcript.Header) {
-	defer close(r.done)
+	defer func() {
+		r.mu.Lock()
+		r.finished = true
+		removed := r.removed
+		r.mu.Unlock()
+		close(r.done)
+		if removed {
+			r.release()
+		}
+	}()
 	// The files are created here, not on the exec path; output waits in the hub (the
 	// recorder reads from offset 0), events in the queue.
 	w, err := transcript.Create(dir, r.s.uuid, h, r.s.started, transcript.Options{Cap: r.s.m.opts.RecordCap, Spill: true})

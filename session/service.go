@@ -427,15 +427,7 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 		r.Survivors = s.kill(false)
 	}
 	if req.Remove {
-		c.m.mu.Lock()
-		delete(c.m.sessions, s.id)
-		c.m.mu.Unlock()
-		if !s.isExited() {
-			s.kill(false)
-		}
-		s.mu.Lock()
-		s.removed = true
-		s.mu.Unlock()
+		c.m.forget(s)
 		r.Removed = true
 	}
 	var skip *Session

@@ -55,8 +55,9 @@ type Writer struct {
 	closed      bool
 	line        []byte // scratch
 
-	smu    sync.RWMutex // guards spill (closed and deleted by Release) and gaps
+	smu    sync.RWMutex // guards spill (closed and deleted by Release), shut and gaps
 	spill  *os.File
+	shut   bool // the spill's file was closed by Close; ReadAt opens it again
 	spillP string
 	gaps   [][2]int64   // raw ranges never written to the spill
 	rawEnd atomic.Int64 // bytes [0, rawEnd) are in the spill, except gaps
@@ -208,7 +209,8 @@ func (w *Writer) writeBuf() {
 }
 
 // Close writes what is pending, a marker for output not recorded past the
-// cap, and the end marker EndPrefix+status+"]", then closes the .cast. The
+// cap, and the end marker EndPrefix+status+"]", then closes the .cast and
+// the spill's file (so a finished transcript holds no file descriptor). The
 // spill stays readable until Release. It returns the first write error.
 func (w *Writer) Close(t time.Time, status string) error {
 	if w.closed {
@@ -224,6 +226,12 @@ func (w *Writer) Close(t time.Time, status string) error {
 	if err := w.f.Close(); err != nil && w.err == nil {
 		w.err = fmt.Errorf("transcript: close: %w", err)
 	}
+	w.smu.Lock()
+	if w.spill != nil {
+		w.spill.Close()
+		w.spill, w.shut = nil, true
+	}
+	w.smu.Unlock()
 	return w.err
 }
 
@@ -232,10 +240,12 @@ func (w *Writer) Close(t time.Time, status string) error {
 func (w *Writer) Release() {
 	w.smu.Lock()
 	defer w.smu.Unlock()
-	if w.spill != nil {
+	if w.spill != nil || w.shut {
 		os.Remove(w.spillP)
-		w.spill.Close()
-		w.spill = nil
+		if w.spill != nil {
+			w.spill.Close()
+		}
+		w.spill, w.shut = nil, false
 	}
 }
 
@@ -246,7 +256,7 @@ func (w *Writer) Release() {
 func (w *Writer) ReadAt(p []byte, off int64) int {
 	w.smu.RLock()
 	defer w.smu.RUnlock()
-	if w.spill == nil || off < 0 {
+	if (w.spill == nil && !w.shut) || off < 0 {
 		return 0
 	}
 	end := w.rawEnd.Load()
@@ -262,7 +272,15 @@ func (w *Writer) ReadAt(p []byte, off int64) int {
 			n = g[0] - off
 		}
 	}
-	got, _ := w.spill.ReadAt(p[:n], off)
+	f := w.spill
+	if f == nil { // closed with the transcript: open it for this read
+		var err error
+		if f, err = os.Open(w.spillP); err != nil {
+			return 0
+		}
+		defer f.Close()
+	}
+	got, _ := f.ReadAt(p[:n], off)
 	return got
 }
 

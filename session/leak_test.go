@@ -1,0 +1,93 @@
+package session
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"testing"
+)
+
+// liveHeap returns the heap bytes still reachable after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// TestRemovedSessionsReleaseEverything: sessions that printed output and were removed
+// leave nothing behind: the heap, the open files and the goroutines come back to where
+// they were after the first few, and no spill file is left on disk.
+func TestRemovedSessionsReleaseEverything(t *testing.T) {
+	dir := t.TempDir()
+	m, err := NewManager(Options{StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	c := m.NewClient("t")
+	ctx := context.Background()
+	y := int64(60_000)
+	run := func(n int) {
+		for range n {
+			r, err := c.Exec(ctx, ExecRequest{Argv: []string{"seq", "20000"}, YieldTimeMs: &y})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.State != StateExited || r.NextOffset < 100_000 {
+				t.Fatalf("exec: state %s, %d bytes", r.State, r.NextOffset)
+			}
+			if _, err := c.Kill(ctx, KillRequest{SessionID: r.SessionID, Remove: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.releasing.Wait()
+	}
+	run(20)
+	heap0, fds0, gor0 := liveHeap(), openFDs(t), runtime.NumGoroutine()
+	run(180)
+	heap1, fds1, gor1 := liveHeap(), openFDs(t), runtime.NumGoroutine()
+	t.Logf("after 20: heap %d KiB, %d fds, %d goroutines; after 200: heap %d KiB, %d fds, %d goroutines",
+		heap0>>10, fds0, gor0, heap1>>10, fds1, gor1)
+	// 180 sessions of ~110 KB each: a leak of their rings alone would be ~20 MiB.
+	if heap1 > heap0+4<<20 {
+		t.Errorf("heap grew by %d KiB over 180 removed sessions", (heap1-heap0)>>10)
+	}
+	if fds1 > fds0+4 {
+		t.Errorf("open fds grew from %d to %d", fds0, fds1)
+	}
+	if gor1 > gor0+8 {
+		t.Errorf("goroutines grew from %d to %d", gor0, gor1)
+	}
+	if n := m.recs.len(); n != 0 {
+		t.Errorf("%d recorders still held by the manager", n)
+	}
+	ents, _ := os.ReadDir(dir + "/sessions")
+	spills := 0
+	for _, e := range ents {
+		if len(e.Name()) > 4 && e.Name()[len(e.Name())-4:] == ".raw" {
+			spills++
+		}
+	}
+	if spills != 0 {
+		t.Errorf("%d spill files left for removed sessions", spills)
+	}
+	m.mu.Lock()
+	left := len(m.sessions)
+	m.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%s sessions left in the table", strconv.Itoa(left))
+	}
+}
