@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ptyhub/ptyhub/pty"
+	"github.com/ptyhub/ptyhub/server"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -794,5 +795,64 @@ func TestServerCallerDirAndEnv(t *testing.T) {
 	}
 	if !srv["ONLY_HERE=caller-value"] || !srv["PWD="+link] {
 		t.Errorf("server environment lacks the caller's variables: %v", srv)
+	}
+}
+
+// A server whose executable was deleted (what `go run` leaves behind) counts as another
+// build: with running sessions it keeps serving and the CLI says so once; it can still
+// start its first session (it never needs its executable's path again); with no running
+// session the next command replaces it with its own build.
+func TestServerReplacesOtherBuild(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	gone := filepath.Join(t.TempDir(), "ptyhub-go-run")
+	b, err := os.ReadFile(h.bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gone, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := *h
+	old.bin = gone
+	old.ok("ls") // starts a server of the soon-deleted binary, no session yet
+	first := h.serverPID()
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	// Its first session, after the deletion (a client that may not replace it).
+	c, err := server.Dial(t.Context(), server.DialOptions{Socket: h.socket, Name: "t",
+		Caller: &session.Caller{Dir: h.dir, Env: []string{"PATH=/usr/bin:/bin"}}, Warn: func(string) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := int64(20_000)
+	r, err := c.Exec(t.Context(), session.ExecRequest{Cmd: "echo first; exec sleep 1000", WaitFor: "first", YieldTimeMs: &y})
+	c.Close(context.Background(), true)
+	if err != nil || !strings.Contains(r.Output, "first") || r.State != session.StateRunning {
+		t.Fatalf("the deleted build's first session: %v %+v", err, r)
+	}
+	// Running sessions: kept, with one note.
+	out, errs, code := h.run("exec", "--", "echo", "still served")
+	if code != 0 || !strings.Contains(out, "still served") || strings.Count(errs, "deleted or replaced") != 1 || !strings.Contains(errs, "kill-server") {
+		t.Errorf("exec with the old server running a session: status %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if pid := h.serverPID(); pid != first {
+		t.Errorf("server pid %d, want the old %d kept", pid, first)
+	}
+	h.ok("kill", r.SessionID)
+	// No running session: replaced, silently.
+	out, errs, code = h.run("exec", "--", "echo", "new server")
+	if code != 0 || !strings.Contains(out, "new server") || errs != "" {
+		t.Errorf("exec after the old server's sessions ended: status %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if pid := h.serverPID(); pid == first || pid == 0 {
+		t.Errorf("server pid %d after replacement, want a new one (old %d)", pid, first)
+	}
+	if out := h.ok("kill-server"); !strings.Contains(out, "stopped the ptyhub server") {
+		t.Errorf("kill-server: %s", out)
+	}
+	if _, errs, code := h.run("kill-server"); code == 0 || !strings.Contains(errs, "no ptyhub server is running") {
+		t.Errorf("kill-server without a server: status %d, stderr %q", code, errs)
 	}
 }

@@ -95,10 +95,10 @@ func Start(logger *slog.Logger) (*Reaper, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("reaper: find own executable: %w", err)
-	}
+	// The running binary itself, through the kernel's link to it: it works when the file
+	// was deleted or replaced since this process started (go run, go install of a new
+	// build), where the path os.Executable names would be gone or another build.
+	const exe = "/proc/self/exe"
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("reaper: socketpair: %w", err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -39,6 +40,9 @@ type DialOptions struct {
 	// environment (nil: the server's own, which is rarely what a caller wants; see
 	// session.Here).
 	Caller *session.Caller
+	// Warn receives a note for the human when the server is of another build and was
+	// kept because it runs sessions (nil: no note).
+	Warn func(string)
 }
 
 // connect connects to the server, starting one first if allowed.
@@ -152,6 +156,16 @@ func handshake(c *net.UnixConn, h *hello) (*Welcome, error) {
 		return nil, fmt.Errorf("ptyhub server handshake: %w", err)
 	}
 	if f.Error != nil {
+		if f.Error.Kind == kindProtocol {
+			e := &VersionError{}
+			if json.Unmarshal(f.Body, &e.Server) == nil {
+				return nil, e
+			}
+		}
+		if len(f.Body) == 0 && f.Error.Kind == "invalid" && strings.HasPrefix(f.Error.Message, "bad hello") {
+			// Protocol 1 servers refuse every newer hello this way, and say no more.
+			return nil, &VersionError{Server: Welcome{Protocol: 1, Running: -1}}
+		}
 		return nil, fromWire(f.Error)
 	}
 	w := &Welcome{}
@@ -182,13 +196,8 @@ var _ session.Service = (*Client)(nil)
 
 // Dial connects to the server (starting it when o.AutoStart allows) as a service client.
 func Dial(ctx context.Context, o DialOptions) (*Client, error) {
-	c, err := connect(ctx, &o)
+	c, w, err := dialHello(ctx, &o, &hello{Protocol: Protocol, Build: o.build(), Mode: ModeService, Name: o.Name, Own: o.Own, Caller: o.Caller})
 	if err != nil {
-		return nil, err
-	}
-	w, err := handshake(c, &hello{Protocol: Protocol, Build: o.build(), Mode: ModeService, Name: o.Name, Own: o.Own, Caller: o.Caller})
-	if err != nil {
-		c.Close()
 		return nil, err
 	}
 	cl := &Client{c: c, welcome: w, pending: map[uint64]chan *frame{}, done: make(chan struct{})}
@@ -381,14 +390,9 @@ type AttachOptions struct {
 
 // DialAttach connects to the server and attaches to a session.
 func DialAttach(ctx context.Context, o DialOptions, a AttachOptions) (*Attach, error) {
-	c, err := connect(ctx, &o)
-	if err != nil {
-		return nil, err
-	}
-	w, err := handshake(c, &hello{Protocol: Protocol, Build: o.build(), Mode: ModeAttach, Name: o.Name,
+	c, w, err := dialHello(ctx, &o, &hello{Protocol: Protocol, Build: o.build(), Mode: ModeAttach, Name: o.Name,
 		Session: a.Session, ReadOnly: a.ReadOnly, Watch: a.Watch, From: a.From, Rows: a.Rows, Cols: a.Cols})
 	if err != nil {
-		c.Close()
 		return nil, err
 	}
 	return &Attach{c: c, Welcome: w}, nil

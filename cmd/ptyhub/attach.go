@@ -69,7 +69,7 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 			rows, cols = h, w
 		}
 	}
-	a, err := server.DialAttach(ctx, server.DialOptions{Socket: *socket, AutoStart: true, Name: "attach"},
+	a, err := server.DialAttach(ctx, server.DialOptions{Socket: *socket, AutoStart: true, Name: "attach", Warn: noteOnce},
 		server.AttachOptions{Session: pos[0], ReadOnly: *readOnly, Rows: rows, Cols: cols})
 	if err != nil {
 		return fail(stderr, "attach", err)

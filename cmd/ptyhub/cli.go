@@ -189,7 +189,7 @@ func readOutput(ctx context.Context, cmd, socket, id string, raw bool, tail int,
 		}
 		return 0
 	}
-	a, err := server.DialAttach(ctx, server.DialOptions{Socket: socket, AutoStart: false, Name: cmd},
+	a, err := server.DialAttach(ctx, server.DialOptions{Socket: socket, AutoStart: false, Name: cmd, Warn: noteOnce},
 		server.AttachOptions{Session: id, Watch: true, From: &next})
 	if err != nil {
 		return fail(stderr, cmd, err)

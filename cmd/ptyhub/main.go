@@ -112,6 +112,7 @@ func init() {
 		{"logs", "print everything a session printed (-f to follow)", runLogs},
 		{"screen", "print a session's current screen", runScreen},
 		{"serve", "run the per-user server in the foreground", runServe},
+		{"kill-server", "stop the per-user server and every session it runs", runKillServer},
 		{"mcp", "serve the MCP tools (exec_command, write_stdin, ...) on stdin and stdout", runMCP},
 		{"version", "print the version", runVersion},
 		{"help", "show help for ptyhub or one command", runHelp},
@@ -156,7 +157,7 @@ Usage:
 Commands:
 `)
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-8s  %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-11s  %s\n", c.name, c.summary)
 	}
 	b.WriteString(`
 Examples:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/ptyhub/ptyhub/server"
@@ -38,7 +39,40 @@ func socketFlag(fs *flagSet) *string {
 // Sessions started through it run in caller's directory and environment (nil: for
 // commands that start none).
 func dial(ctx context.Context, socket, name string, own bool, caller *session.Caller) (*server.Client, error) {
-	return server.Dial(ctx, server.DialOptions{Socket: socket, AutoStart: true, Name: name, Own: own, Caller: caller})
+	return server.Dial(ctx, server.DialOptions{Socket: socket, AutoStart: true, Name: name, Own: own, Caller: caller, Warn: noteOnce})
+}
+
+var noted sync.Once
+
+// noteOnce prints a note about the server on stderr, once per process.
+func noteOnce(msg string) {
+	noted.Do(func() { fmt.Fprintf(os.Stderr, "ptyhub: %s\n", msg) })
+}
+
+const killServerHelp = `Usage:
+  ptyhub kill-server [--socket PATH]
+
+Stops the per-user ptyhub server (of any version) with SIGTERM: it ends every session
+with all its processes, as 'ptyhub kill' does, and exits. The next command starts a
+server of its own build. Use it after installing a new ptyhub while sessions of the old
+one still run.
+`
+
+func runKillServer(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("kill-server", killServerHelp)
+	socket := socketFlag(fs)
+	if code, done := fs.parse(args, stdout, stderr); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, "kill-server", "takes no arguments")
+	}
+	pid, err := server.KillServer(ctx, *socket)
+	if err != nil {
+		return fail(stderr, "kill-server", err)
+	}
+	fmt.Fprintf(stdout, "stopped the ptyhub server (pid %d) and its sessions\n", pid)
+	return 0
 }
 
 func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {

@@ -1,0 +1,260 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ptyhub/ptyhub/session"
+)
+
+// VersionError is returned by Dial when the server speaks another protocol and could not
+// be replaced (it has running sessions, or the caller did not allow starting a server).
+type VersionError struct {
+	// Server is what the server said about itself; for a protocol 1 server (which does
+	// not say) only Protocol and PID are set.
+	Server Welcome
+	// Build is the client's build.
+	Build string
+}
+
+func (e *VersionError) Error() string {
+	w := e.Server
+	return fmt.Sprintf("the running ptyhub server (pid %d, %s) speaks protocol %d, this ptyhub (%s) protocol %d; it has %s, so it was not replaced: end them, or stop it and them with 'ptyhub kill-server'",
+		w.PID, describeBuild(w.Version, w.Build), w.Protocol, describeBuild("", e.Build), Protocol, runningText(w.Running))
+}
+
+func runningText(n int) string {
+	switch n {
+	case -1:
+		return "running sessions"
+	case 1:
+		return "1 running session"
+	}
+	return fmt.Sprintf("%d running sessions", n)
+}
+
+// describeBuild names a build for humans: its version when known and a short build id.
+func describeBuild(version, build string) string {
+	id := build
+	if i := strings.LastIndexByte(id, '/'); i >= 0 {
+		id = id[i+1:] // the Go build ID's content hash part
+	}
+	if len(id) > 12 {
+		id = id[:12]
+	}
+	if id == "" {
+		id = "unknown"
+	}
+	if version != "" {
+		return "version " + version + ", build " + id
+	}
+	return "build " + id
+}
+
+// otherBuild describes why the server of w is not this client's build ("" when it is).
+func otherBuild(w *Welcome, build string) string {
+	switch {
+	case w.ExeDeleted:
+		return fmt.Sprintf("runs a build whose executable was deleted or replaced (%s)", describeBuild(w.Version, w.Build))
+	case w.Build != build:
+		return fmt.Sprintf("runs another build (%s; this ptyhub: %s)", describeBuild(w.Version, w.Build), describeBuild("", build))
+	}
+	return ""
+}
+
+// dialHello connects to the server (starting one when o.AutoStart allows) and sends h.
+// A server of another build, or whose executable is gone, is replaced when it runs no
+// session, o.AutoStart is set and h is a service hello: it is stopped (SIGTERM, as 'ptyhub kill-server' does)
+// and one of this build started. Otherwise a server of this protocol is used, with a
+// note to o.Warn, and one of another protocol is refused with a *VersionError.
+func dialHello(ctx context.Context, o *DialOptions, h *hello) (*net.UnixConn, *Welcome, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := connect(ctx, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		w, err := handshake(c, h)
+		var verr *VersionError
+		var why string
+		switch {
+		case err == nil:
+			if why = otherBuild(w, h.Build); why == "" {
+				return c, w, nil
+			}
+		case errors.As(err, &verr):
+			verr.Build = h.Build
+			if verr.Server.PID == 0 {
+				verr.Server.PID, _ = peerPID(c)
+			}
+			if verr.Server.Running < 0 {
+				verr.Server.Running = legacyRunning(o.Socket)
+			}
+			w = &verr.Server
+		default:
+			c.Close()
+			return nil, nil, err
+		}
+		pid, perr := peerPID(c)
+		if attempt == 0 && o.AutoStart && h.Mode == ModeService && w.Running == 0 && pid != os.Getpid() {
+			c.Close()
+			if perr != nil {
+				return nil, nil, fmt.Errorf("replace the ptyhub server of another build: %w", perr)
+			}
+			if err := stopServer(ctx, pid); err != nil {
+				return nil, nil, fmt.Errorf("replace the ptyhub server of another build: %w", err)
+			}
+			continue
+		}
+		if verr != nil {
+			c.Close()
+			return nil, nil, verr
+		}
+		if o.Warn != nil {
+			o.Warn(fmt.Sprintf("the ptyhub server (pid %d) %s and has %s, so it keeps serving; 'ptyhub kill-server' stops it and its sessions, and the next command starts this build",
+				w.PID, why, runningText(w.Running)))
+		}
+		return c, w, nil
+	}
+}
+
+// peerPID returns the pid of the server at the other end of c, after checking that it
+// runs as this user.
+func peerPID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, err
+	}
+	if cerr != nil {
+		return 0, fmt.Errorf("SO_PEERCRED: %w", cerr)
+	}
+	if int(cred.Uid) != os.Getuid() {
+		return 0, fmt.Errorf("the server on the socket runs as uid %d, not as you", cred.Uid)
+	}
+	return int(cred.Pid), nil
+}
+
+// stopServer sends SIGTERM to the server pid (which ends its sessions and removes its
+// socket) and waits up to 20 s for it to exit.
+func stopServer(ctx context.Context, pid int) error {
+	if pid <= 1 {
+		return fmt.Errorf("no server pid")
+	}
+	pfd, perr := unix.PidfdOpen(pid, 0)
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		if perr == nil {
+			unix.Close(pfd)
+		}
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return fmt.Errorf("stop the server (pid %d): %w", pid, err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	if perr == nil {
+		// The pidfd becomes readable when the process exits.
+		defer unix.Close(pfd)
+		for {
+			ms := int(time.Until(deadline).Milliseconds())
+			if ms <= 0 {
+				break
+			}
+			fds := []unix.PollFd{{Fd: int32(pfd), Events: unix.POLLIN}}
+			n, err := unix.Poll(fds, min(ms, 100))
+			if n > 0 {
+				return nil
+			}
+			if err != nil && err != unix.EINTR {
+				break
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+		return fmt.Errorf("the server (pid %d) did not exit within 20 s of SIGTERM", pid)
+	}
+	for time.Now().Before(deadline) { // no pidfd (old kernel): poll for the pid
+		if syscall.Kill(pid, 0) != nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the server (pid %d) did not exit within 20 s of SIGTERM", pid)
+}
+
+// legacyRunning asks a protocol 1 server, in its own words, how many sessions are
+// running (-1 when it cannot tell).
+func legacyRunning(socket string) int {
+	c, err := dialOnce(socket)
+	if err != nil {
+		return -1
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	b, _ := json.Marshal(map[string]any{"proto": 1, "mode": ModeService, "name": "version-check"})
+	if writeFrame(c, &frame{Op: "hello", Body: b}) != nil {
+		return -1
+	}
+	if f, err := readFrame(c, maxReplyFrame); err != nil || f.Error != nil {
+		return -1
+	}
+	if writeFrame(c, &frame{ID: 1, Op: opList}) != nil {
+		return -1
+	}
+	f, err := readFrame(c, maxReplyFrame)
+	if err != nil || f.Error != nil {
+		return -1
+	}
+	var l session.ListResult
+	if json.Unmarshal(f.Body, &l) != nil {
+		return -1
+	}
+	n := 0
+	for _, s := range l.Sessions {
+		if s.State == session.StateRunning {
+			n++
+		}
+	}
+	return n
+}
+
+// KillServer stops the server on socket (default SocketPath()) with SIGTERM, which ends
+// every session it runs, and waits for it to exit. It works with a server of any build
+// or protocol. It returns the server's pid.
+func KillServer(ctx context.Context, socket string) (int, error) {
+	if socket == "" {
+		socket = SocketPath()
+	}
+	c, err := dialOnce(socket)
+	if err != nil {
+		if errNoServer(err) {
+			return 0, fmt.Errorf("no ptyhub server is running on %s", socket)
+		}
+		return 0, fmt.Errorf("connect to the ptyhub server at %s: %w", socket, err)
+	}
+	pid, err := peerPID(c)
+	c.Close()
+	if err != nil {
+		return 0, err
+	}
+	return pid, stopServer(ctx, pid)
+}
