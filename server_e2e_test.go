@@ -312,8 +312,9 @@ func TestServerCLI(t *testing.T) {
 	if out = h.ok("kill", id); !strings.Contains(out, "ended") {
 		t.Errorf("kill:\n%s", out)
 	}
-	if out = h.ok("ls"); !strings.Contains(out, "SIGHUP") && !strings.Contains(out, "exited") {
-		t.Errorf("ls after kill:\n%s", out)
+	// The states as list_sessions shows them.
+	if out = h.ok("ls"); !strings.Contains(out, "killed(SIGHUP)") || !strings.Contains(out, "exited(0)") || !strings.Contains(out, "LAST-LINE") {
+		t.Errorf("ls after kill, want the STATE words of list_sessions:\n%s", out)
 	}
 	h.ok("rm", id)
 	if _, errs, code := h.run("read", id); code == 0 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "no such session") {

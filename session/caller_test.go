@@ -136,3 +136,42 @@ func TestLogicalWd(t *testing.T) {
 		t.Errorf("LogicalWd() with a stale PWD = %q, %v; want %q", got, err, real)
 	}
 }
+
+// The engine's errors and warnings name no interface's commands (no MCP tool, no CLI
+// command): each interface adds its own hint.
+func TestErrorsNameNoInterface(t *testing.T) {
+	t.Parallel()
+	m, err := NewManager(Options{NoRecord: true, WarnSessions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	c := m.NewClient("t")
+	y := int64(20_000)
+	r, err := c.Exec(context.Background(), ExecRequest{Cmd: "true", YieldTimeMs: &y})
+	if err != nil || r.State != StateExited {
+		t.Fatalf("exec true: %v %+v", err, r)
+	}
+	var texts []string
+	texts = append(texts, r.Warnings...)
+	if len(r.Warnings) == 0 {
+		t.Errorf("no warning at WarnSessions 1")
+	}
+	_, err = c.Write(context.Background(), WriteRequest{SessionID: "999", Chars: "x"})
+	if !errors.Is(err, ErrNotFound) {
+		t.Errorf("write to 999: %v", err)
+	}
+	texts = append(texts, err.Error())
+	_, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "x"})
+	if !errors.Is(err, ErrExited) {
+		t.Errorf("write to an exited session: %v", err)
+	}
+	texts = append(texts, err.Error())
+	for _, s := range texts {
+		for _, word := range []string{"exec_command", "write_stdin", "read_output", "list_sessions", "kill_session", "resize_session", "ptyhub "} {
+			if strings.Contains(s, word) {
+				t.Errorf("%q names %s", s, word)
+			}
+		}
+	}
+}

@@ -189,7 +189,7 @@ func (m *Manager) lookup(id string) (*Session, error) {
 		if s, ok := m.sessions[n]; ok {
 			return s, nil
 		}
-		return nil, fmt.Errorf("%w %s: no such session (list_sessions shows the live ones; ids are never reused)", ErrNotFound, id)
+		return nil, fmt.Errorf("%w %s: no such session (ids are never reused)", ErrNotFound, id)
 	}
 	var found *Session
 	for _, s := range m.sessions {
@@ -229,7 +229,7 @@ func (m *Manager) admit() ([]string, error) {
 		victim = m.pruneCandidate()
 		if victim == nil {
 			m.mu.Unlock()
-			return nil, fmt.Errorf("%w: %d sessions, all recently used or busy; kill_session with remove=true frees one", ErrLimit, n)
+			return nil, fmt.Errorf("%w: %d sessions, all recently used or busy; removing one frees its place", ErrLimit, n)
 		}
 		delete(m.sessions, victim.id)
 		n--
@@ -246,7 +246,7 @@ func (m *Manager) admit() ([]string, error) {
 		warns = append(warns, fmt.Sprintf("session limit %d reached: pruned the least recently used session %d (%s, %s)", m.opts.MaxSessions, victim.id, state, victim.command))
 	}
 	if n+1 >= m.opts.WarnSessions {
-		warns = append(warns, fmt.Sprintf("%d of %d sessions in use; at the limit the least recently used are pruned (kill_session with remove=true frees one)", n+1, m.opts.MaxSessions))
+		warns = append(warns, fmt.Sprintf("%d of %d sessions in use; at the limit the least recently used are pruned (removing a session frees its place)", n+1, m.opts.MaxSessions))
 	}
 	return warns, nil
 }

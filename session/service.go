@@ -179,7 +179,7 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 		s.mu.Unlock()
 		unread := s.cursorBehind()
 		if reported && !unread {
-			return nil, fmt.Errorf("%w: session %d (%s) %s; nothing was written (read_output still shows its output)", ErrExited, s.id, s.command, s.exitText())
+			return nil, fmt.Errorf("%w: session %d (%s) %s; nothing was written (its output can still be read)", ErrExited, s.id, s.command, s.exitText())
 		}
 		if len(data) > 0 || req.CloseStdin {
 			warns = append(warns, fmt.Sprintf("input not written: session %d has exited", s.id))

@@ -63,6 +63,10 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	fd := int(os.Stdin.Fd())
 	tty := term.IsTerminal(fd)
+	if !tty {
+		// As tmux: nothing to attach (a pipe or /dev/null would hang or type garbage).
+		return fail(stderr, "attach", fmt.Errorf("standard input is not a terminal; attach needs one (to follow the output: ptyhub read -f %s; to type: ptyhub write %s TEXT)", pos[0], pos[0]))
+	}
 	var rows, cols int
 	if tty {
 		if w, h, err := term.GetSize(fd); err == nil {

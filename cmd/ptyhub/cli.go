@@ -35,9 +35,19 @@ func (fs *flagSet) parseMixed(args []string, stdout, stderr io.Writer) (pos []st
 	}
 }
 
-// fail prints err as one line and returns the exit status for it.
+// fail prints err as one line, with what to do next in the CLI's words, and returns the
+// exit status for it.
 func fail(stderr io.Writer, cmd string, err error) int {
-	fmt.Fprintf(stderr, "ptyhub %s: %s\n", cmd, oneLine(err.Error()))
+	hint := ""
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+		hint = "; 'ptyhub ls' lists the sessions"
+	case errors.Is(err, session.ErrExited):
+		hint = "; 'ptyhub read ID' shows its output"
+	case errors.Is(err, session.ErrLimit):
+		hint = "; 'ptyhub rm ID' removes one"
+	}
+	fmt.Fprintf(stderr, "ptyhub %s: %s%s\n", cmd, oneLine(err.Error()), hint)
 	if errors.Is(err, session.ErrInvalid) {
 		return exitUsage
 	}
@@ -236,8 +246,9 @@ func readOutput(ctx context.Context, cmd, socket, id string, raw bool, tail int,
 const lsHelp = `Usage:
   ptyhub ls [--json]
 
-Lists the sessions of the ptyhub server: ID, PID, STATE, AGE, CLIENTS (attached
-terminals), COMMAND and the last line of output.
+Lists the sessions of the ptyhub server, as the list_sessions tool shows them to an
+agent: ID, PID, STATE (running, exited(CODE), killed(SIGNAL), timed-out), AGE, CLIENTS
+(attached terminals), COMMAND and the last line of output.
 `
 
 func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -259,36 +270,10 @@ func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 			printJSON(stdout, res)
 			return 0
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tPID\tSTATE\tAGE\tCLIENTS\tCOMMAND\tLAST LINE")
-		for _, s := range res.Sessions {
-			state := s.State
-			if s.State == session.StateExited {
-				switch {
-				case s.TimedOut:
-					state = "timed out"
-				case s.Signal != "":
-					state = s.Signal
-				case s.ExitCode != nil:
-					state = fmt.Sprintf("exited %d", *s.ExitCode)
-				}
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\n", s.SessionID, s.PID, state,
-				session.Age(time.Duration(s.AgeMs)*time.Millisecond), s.Clients,
-				clip(s.Command, 40), clip(s.LastLine, 50))
-		}
-		tw.Flush()
+		// The same table list_sessions gives the agent.
+		printText(stdout, res.Text())
 		return 0
 	})
-}
-
-// clip shortens s to n runes, on one line.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
 
 const killHelp = `Usage:

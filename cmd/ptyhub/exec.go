@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -46,7 +45,8 @@ Exit status:
   124      --timeout killed the command, or it was still running after --yield
   0        the command is still running, but its output matched --wait-for or it
            waits for input
-  130/143  ptyhub exec itself got SIGINT/SIGTERM (the command is killed)
+  130/143  ptyhub exec itself got SIGINT/SIGTERM: the command is killed, and a line on
+           stderr says so (or that it had already ended)
   2        bad flags or arguments (one line on stderr)
   1        ptyhub failed
 
@@ -189,14 +189,10 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	res, err := client.Exec(ctx, req)
 	if err != nil {
 		if sig, ok := signalOf(ctx); ok {
-			fmt.Fprintf(stderr, "ptyhub exec: interrupted by %s\n", signalName(sig.sig))
+			fmt.Fprintf(stderr, "ptyhub exec: interrupted by %s before the command started: %s\n", signalName(sig.sig), oneLine(err.Error()))
 			return sig.exitCode()
 		}
-		fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
-		if errors.Is(err, session.ErrInvalid) {
-			return exitUsage
-		}
-		return exitError
+		return fail(stderr, "exec", err)
 	}
 
 	if *jsonOut {
@@ -208,15 +204,24 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		}
 	} else {
 		text := res.Text()
-		if !strings.HasSuffix(text, "\n") {
+		if _, interrupted := signalOf(ctx); interrupted {
+			// Only the output: the header would describe the session before the kill
+			// below; the line on stderr says how it ended.
+			text = res.Output
+		}
+		if text != "" && !strings.HasSuffix(text, "\n") {
 			text += "\n"
 		}
 		io.WriteString(stdout, text)
 	}
 
+	if sig, ok := signalOf(ctx); ok {
+		// Ctrl-C (or SIGTERM) on ptyhub exec ends the command too, and says so.
+		fmt.Fprintf(stderr, "ptyhub exec: interrupted by %s; %s\n", signalName(sig.sig), endAfterInterrupt(client, res))
+		return sig.exitCode()
+	}
 	status := exitStatus(res)
-	_, interrupted := signalOf(ctx)
-	if res.State == session.StateRunning && !*embedded && !interrupted {
+	if res.State == session.StateRunning && !*embedded {
 		why := "is still running"
 		switch res.ReturnedBecause {
 		case session.BecauseDeadline:
@@ -241,20 +246,41 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		case session.BecausePattern:
 			why = "matched --wait-for and was still running"
 		}
-		if interrupted {
-			why = "was interrupted"
-		}
 		if kerr != nil {
 			fmt.Fprintf(stderr, "ptyhub exec: session %s %s; killing it failed: %s\n", res.SessionID, why, oneLine(kerr.Error()))
-		} else if !interrupted {
+		} else {
 			fmt.Fprintf(stderr, "ptyhub exec: session %s %s; killed it (--embedded)\n", res.SessionID, why)
 		}
 	}
-	if sig, ok := signalOf(ctx); ok {
-		fmt.Fprintf(stderr, "ptyhub exec: interrupted by %s\n", signalName(sig.sig))
-		return sig.exitCode()
-	}
 	return status
+}
+
+// endAfterInterrupt ends the session of res after ptyhub exec was interrupted, and says
+// what became of it.
+func endAfterInterrupt(client session.Service, res *session.Result) string {
+	if res.State != session.StateRunning {
+		return fmt.Sprintf("session %s had already ended (%s)", res.SessionID, endedText(res.ExitCode, res.Signal, res.TimedOut))
+	}
+	kctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	k, err := client.Kill(kctx, session.KillRequest{SessionID: res.SessionID})
+	if err != nil {
+		return fmt.Sprintf("session %s may still be running: killing it failed: %s ('ptyhub kill %s' stops it)", res.SessionID, oneLine(err.Error()), res.SessionID)
+	}
+	return fmt.Sprintf("killed session %s and its processes (%s)", res.SessionID, endedText(k.ExitCode, k.Signal, false))
+}
+
+// endedText says how a session ended: "exit code 0", "killed by signal SIGHUP".
+func endedText(code *int, sig string, timedOut bool) string {
+	switch {
+	case timedOut:
+		return "timed out"
+	case sig != "":
+		return "killed by signal " + sig
+	case code != nil:
+		return fmt.Sprintf("exit code %d", *code)
+	}
+	return "ended"
 }
 
 // exitStatus maps a result to ptyhub exec's exit status (see execHelp).

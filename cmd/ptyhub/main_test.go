@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 
 	"github.com/ptyhub/ptyhub/session"
 )
@@ -109,8 +110,9 @@ func TestUsage(t *testing.T) {
 		{args: []string{"nope"}, code: 2, stderr: `unknown command "nope"`, oneLineErr: true},
 		{args: []string{"--nope"}, code: 2, stderr: `unknown flag "--nope"`, oneLineErr: true},
 		{args: []string{"attach"}, code: 2, stderr: "give one session ID", oneLineErr: true},
-		{args: []string{"attach", "999999"}, code: 1, stderr: "no such session", oneLineErr: true},
+		{args: []string{"attach", "999999"}, code: 1, stderr: "standard input is not a terminal", oneLineErr: true},
 		{args: []string{"write", "999999", "x"}, code: 1, stderr: "no such session", oneLineErr: true},
+		{args: []string{"write", "999999", "y"}, code: 1, stderr: "'ptyhub ls' lists the sessions", oneLineErr: true},
 		{args: []string{"kill", "--help"}, code: 0, stdout: "ptyhub kill ID"},
 		{args: []string{"ls", "x"}, code: 2, stderr: "takes no arguments", oneLineErr: true},
 		{args: []string{"serve", "--help"}, code: 0, stdout: "ptyhub serve"},
@@ -227,7 +229,7 @@ func TestExecJSON(t *testing.T) {
 	}
 }
 
-// A signal to ptyhub exec kills the session's processes and exits 128+N.
+// A signal to ptyhub exec kills the session's processes, says so, and exits 128+N.
 func TestExecInterrupted(t *testing.T) {
 	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
@@ -247,6 +249,10 @@ func TestExecInterrupted(t *testing.T) {
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != 128+int(sig) {
 				t.Errorf("exit: %v, want status %d\n%s", err, 128+int(sig), out)
+			}
+			// It says what became of the session.
+			if want := "interrupted by " + unix.SignalName(sig) + "; killed session "; !strings.Contains(out.String(), want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
 			}
 			waitMarked(t, marker, false)
 		})
@@ -564,4 +570,31 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// ptyhub attach with a pipe for stdin (open, never ending, not a terminal) fails at once
+// with a clear error instead of hanging.
+func TestAttachWithoutTerminal(t *testing.T) {
+	t.Parallel()
+	r := ptyhub(t, "exec", "--json", "--yield", "0", "--", "cat")
+	var res session.Result
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.State != session.StateRunning {
+		t.Fatalf("exec cat: %v %+v", err, r)
+	}
+	defer ptyhub(t, "rm", res.SessionID)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	cmd := exec.Command(bin, "attach", res.SessionID)
+	cmd.Stdin = pr
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run() // before: attached and waited on the pipe for ever
+	pr.Close()
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "not a terminal") ||
+		!strings.Contains(stderr.String(), "ptyhub read -f "+res.SessionID) {
+		t.Errorf("attach from a pipe: %v, status %d, stderr %q", err, code, stderr.String())
+	}
 }
