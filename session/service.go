@@ -113,7 +113,9 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 	defer s.end()
 	if req.Stdin != "" || req.CloseStdin {
 		data := []byte(req.Stdin)
-		if _, err := s.input(data, req.CloseStdin); err != nil {
+		_, iw, err := s.input(data, req.CloseStdin)
+		warns = append(warns, iw...)
+		if err != nil {
 			warns = append(warns, "stdin not written: "+err.Error())
 		}
 	}
@@ -124,8 +126,13 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 }
 
 // input queues data (and EOF) for the program. It returns the job to wait on (nil when
-// nothing was queued).
-func (s *Session) input(data []byte, closeIn bool) (*writeJob, error) {
+// nothing was queued) and warnings about input that was not queued.
+//
+// On a pipe session the control keys a terminal would act on act the same way: ^C sends
+// SIGINT and ^\ SIGQUIT to the session's process group, in their place in the input;
+// ^D closes stdin (what follows it is not written). A signal whose turn is held up by
+// input the program is not reading is sent at once instead.
+func (s *Session) input(data []byte, closeIn bool) (*writeJob, []string, error) {
 	if s.tty && closeIn {
 		a, err := s.master.Attrs()
 		veof := byte(4)
@@ -139,10 +146,44 @@ func (s *Session) input(data []byte, closeIn bool) (*writeJob, error) {
 		data = append(data, veof)
 		closeIn = false
 	}
-	if len(data) == 0 && !closeIn {
-		return nil, nil
+	var job *writeJob
+	var warns []string
+	for !s.tty && len(data) > 0 {
+		i := bytes.IndexAny(data, "\x03\x1c\x04")
+		if i < 0 {
+			break
+		}
+		j := &writeJob{data: data[:i:i], done: make(chan error, 1)}
+		switch data[i] {
+		case 3:
+			j.sig = syscall.SIGINT
+		case 0x1c:
+			j.sig = syscall.SIGQUIT
+		default:
+			j.closeIn = true
+		}
+		if j.sig != 0 && s.writing.Load() > 0 {
+			if err := s.m.reaper.SignalGroup(s.uuid, j.sig); err == nil {
+				j.sig = 0
+			}
+		}
+		var err error
+		if job, err = s.enqueueJob(j); err != nil {
+			return nil, warns, err
+		}
+		data = data[i+1:]
+		if j.closeIn {
+			if len(data) > 0 {
+				warns = append(warns, fmt.Sprintf("%d bytes after \\u0004 not written: it closed stdin", len(data)))
+			}
+			return job, warns, nil
+		}
 	}
-	return s.enqueue(data, closeIn)
+	if len(data) == 0 && !closeIn {
+		return job, warns, nil
+	}
+	job, err := s.enqueue(data, closeIn)
+	return job, warns, err
 }
 
 // Write types into a session, then collects.
@@ -202,7 +243,10 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 				s.master.Signal(syscall.SIGINT)
 			}
 		}
-		if job, err = s.input(data, req.CloseStdin); err != nil {
+		var iw []string
+		job, iw, err = s.input(data, req.CloseStdin)
+		warns = append(warns, iw...)
+		if err != nil {
 			// The program ended meanwhile (perhaps from this very ^C): report it.
 			warns = append(warns, "input not written: "+err.Error())
 			job = nil

@@ -83,6 +83,9 @@ type Session struct {
 type writeJob struct {
 	data    []byte
 	closeIn bool // after data, close the stdin pipe (pipe sessions)
+	// sig, when set, is sent to the session's process group after data (a control key
+	// typed into a pipe session, which has no line discipline to turn it into a signal).
+	sig     syscall.Signal
 	written atomic.Int64
 	done    chan error // buffered 1
 }
@@ -250,6 +253,9 @@ func (s *Session) writeLoop() {
 			p = p[n:]
 		}
 		s.writing.Add(-(int64(len(job.data)) - job.written.Load()))
+		if err == nil && job.sig != 0 {
+			err = s.m.reaper.SignalGroup(s.uuid, job.sig)
+		}
 		if err == nil && job.closeIn && s.stdin != nil {
 			err = s.stdin.Close()
 		}
@@ -271,7 +277,12 @@ func (s *Session) failQueue() {
 // enqueue hands data to the writer and returns at once; the job's done channel says when
 // it was written.
 func (s *Session) enqueue(data []byte, closeIn bool) (*writeJob, error) {
-	job := &writeJob{data: data, closeIn: closeIn, done: make(chan error, 1)}
+	return s.enqueueJob(&writeJob{data: data, closeIn: closeIn, done: make(chan error, 1)})
+}
+
+// enqueueJob is enqueue of a prepared job.
+func (s *Session) enqueueJob(job *writeJob) (*writeJob, error) {
+	data := job.data
 	s.qmu.Lock()
 	select {
 	case <-s.quit:
