@@ -16,7 +16,7 @@ func TestPipeControlKeys(t *testing.T) {
 	t.Run("ctrl-c", func(t *testing.T) {
 		t.Parallel()
 		r := exec(t, c, session.ExecRequest{TTY: off, YieldTimeMs: ms(10000), WaitFor: "READY",
-			Argv: []string{"python3", "-u", "-c", "import time\nprint('READY')\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('INTERRUPTED')\n"}})
+			Argv: []string{"python3", "-u", "-c", "import time\ntry:\n    print('READY')\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('INTERRUPTED')\n"}})
 		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "\u0003", YieldTimeMs: ms(10000)})
 		out, r := untilExit(t, c, r)
 		if !strings.Contains(out, "INTERRUPTED") || r.ExitCode == nil || *r.ExitCode != 0 {

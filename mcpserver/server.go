@@ -23,6 +23,7 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -224,7 +225,11 @@ func (s *Server) explainArgumentErrors(next mcp.MethodHandler) mcp.MethodHandler
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "tools/call" {
 			if creq, ok := req.(*mcp.CallToolRequest); ok && creq.Params != nil {
-				creq.Params.Arguments = normalizeArguments(creq.Params.Arguments)
+				var ignored []string
+				creq.Params.Arguments, ignored = normalizeArguments(creq.Params.Name, creq.Params.Arguments)
+				if len(ignored) > 0 {
+					ctx = context.WithValue(ctx, ignoredKey{}, ignored)
+				}
 			}
 		}
 		res, err := next(ctx, method, req)
@@ -251,19 +256,47 @@ func (s *Server) explainArgumentErrors(next mcp.MethodHandler) mcp.MethodHandler
 	}
 }
 
-// normalizeArguments forgives two habits of models before the schema judges the
-// arguments: a top-level null means the argument is absent (the default applies), and a
-// session_id given as a JSON number is its string (Codex's own write_stdin takes a
-// number, and models trained on it send one).
-func normalizeArguments(args json.RawMessage) json.RawMessage {
-	if !bytes.Contains(args, []byte("null")) && !bytes.Contains(args, []byte(`"session_id"`)) {
-		return args
+// codexOnly lists, per tool, the arguments of Codex's own tool of that name that ptyhub
+// has no use for (its sandbox and approval requests): they are accepted and ignored with
+// a warning, so a model trained on Codex is not refused. Any other unknown argument is
+// still an error.
+var codexOnly = map[string][]string{
+	"exec_command": {"sandbox_permissions", "justification", "prefix_rule", "additional_permissions", "environment_id"},
+}
+
+// ignoredKey is the context key of the arguments normalizeArguments dropped.
+type ignoredKey struct{}
+
+// normalizeArguments forgives habits of models before the schema judges the arguments: a
+// top-level null means the argument is absent (the default applies); a session_id given
+// as a JSON number is its string (Codex's own write_stdin takes a number, and models
+// trained on it send one); Codex-only arguments of tool (codexOnly) are dropped and
+// returned, sorted.
+func normalizeArguments(tool string, args json.RawMessage) (json.RawMessage, []string) {
+	extra := codexOnly[tool]
+	hasExtra := false
+	for _, k := range extra {
+		if bytes.Contains(args, []byte(`"`+k+`"`)) {
+			hasExtra = true
+		}
+	}
+	if !hasExtra && !bytes.Contains(args, []byte("null")) && !bytes.Contains(args, []byte(`"session_id"`)) {
+		return args, nil
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(args, &m); err != nil {
-		return args
+		return args, nil
 	}
 	changed := false
+	var ignored []string
+	for _, k := range extra {
+		if _, ok := m[k]; ok {
+			delete(m, k)
+			ignored = append(ignored, k)
+			changed = true
+		}
+	}
+	sort.Strings(ignored)
 	for k, v := range m {
 		if string(v) == "null" {
 			delete(m, k)
@@ -278,13 +311,13 @@ func normalizeArguments(args json.RawMessage) json.RawMessage {
 		}
 	}
 	if !changed {
-		return args
+		return args, ignored
 	}
 	out, err := json.Marshal(m)
 	if err != nil {
-		return args
+		return args, ignored
 	}
-	return out
+	return out, ignored
 }
 
 // texter is every result type: it renders itself for the model.
@@ -313,6 +346,11 @@ func handler[In any, Out texter](s *Server, call func(context.Context, In) (Out,
 		if err != nil {
 			s.log.Debug("mcp: tool error", "tool", req.Params.Name, "error", err)
 			return nil, zero, toolError(err)
+		}
+		if ignored, _ := ctx.Value(ignoredKey{}).([]string); len(ignored) > 0 {
+			if w, ok := any(out).(interface{ AddWarning(string) }); ok {
+				w.AddWarning(fmt.Sprintf("ignored %s: Codex's sandbox and approval arguments; ptyhub runs the command as is", strings.Join(ignored, ", ")))
+			}
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.Text()}}}, out, nil
 	}

@@ -459,3 +459,32 @@ func TestStructuredContentIsResultJSON(t *testing.T) {
 		t.Errorf("text content:\n%s\nwant:\n%s", text(res), want.Text())
 	}
 }
+
+// TestCodexArguments: the arguments of Codex's own exec_command that ptyhub has no use for
+// are accepted and ignored with a warning; any other unknown argument is still an error.
+func TestCodexArguments(t *testing.T) {
+	t.Parallel()
+	f := &fakeService{}
+	cs := connect(t, f, Options{})
+	res := call(t, cs, "exec_command", map[string]any{"cmd": "ls", "justification": "Do you want to list?",
+		"sandbox_permissions": "require_escalated", "prefix_rule": []string{"ls"}})
+	if res.IsError {
+		t.Fatalf("Codex's arguments refused: %s", text(res))
+	}
+	want := "ignored justification, prefix_rule, sandbox_permissions"
+	if !strings.Contains(text(res), want) {
+		t.Errorf("text %q lacks the warning %q", text(res), want)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if !strings.Contains(string(b), want) {
+		t.Errorf("structuredContent %s lacks the warning %q", b, want)
+	}
+	res = call(t, cs, "exec_command", map[string]any{"cmd": "ls", "justification": "x", "yield_ms": 5})
+	if !res.IsError || !strings.Contains(text(res), "yield_ms") || strings.Contains(text(res), "justification") {
+		t.Errorf("an unknown argument beside a Codex one: %v %s", res.IsError, text(res))
+	}
+	res = call(t, cs, "write_stdin", map[string]any{"session_id": "1", "justification": "x"})
+	if !res.IsError || !strings.Contains(text(res), "justification") {
+		t.Errorf("write_stdin has no Codex-only arguments; justification must be refused: %v %s", res.IsError, text(res))
+	}
+}

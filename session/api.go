@@ -130,6 +130,9 @@ type Notices struct {
 	Warnings           []string `json:"warnings"`
 }
 
+// AddWarning appends w to the warnings.
+func (n *Notices) AddWarning(w string) { n.Warnings = append(n.Warnings, w) }
+
 // Returned-because values of Result.ReturnedBecause.
 const (
 	BecauseExit            = "exit"
