@@ -316,39 +316,121 @@ func TestSurvivorsNamed(t *testing.T) {
 	}
 }
 
+// TestPruning: the limit counts one client's running sessions. At the limit the least
+// recently used is ended and kept as pruned history (said in ended_since_last_call and
+// in the listing); ended sessions past the history bound are forgotten, oldest first,
+// without warnings; other clients' sessions and sessions a human is attached to are
+// never taken.
 func TestPruning(t *testing.T) {
 	t.Parallel()
-	_, c := newClient(t, session.Options{}) // the defaults: 64 sessions, warn at 60, 8 protected
+	m, c := newClient(t, session.Options{}) // the defaults: 64 running, warn at 60, 8 protected, 64 ended kept
+	ctx := context.Background()
+	other := m.NewClient("other")
+	theirs := exec(t, other, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: ms(0)})
+	first := exec(t, c, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: ms(0)})
+	att, err := m.Attach(first.SessionID, session.AttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer att.Detach()
 	var uuids []string
-	warned := false
+	warned, prunedNotices := false, 0
 	for i := 0; i < 200; i++ {
 		r := exec(t, c, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: ms(0)})
 		uuids = append(uuids, r.UUID)
 		for _, w := range r.Warnings {
-			warned = warned || strings.Contains(w, "sessions in use")
+			warned = warned || strings.Contains(w, "running sessions")
+			if strings.Contains(w, "history") {
+				t.Errorf("warning about history: %q", w)
+			}
 		}
-	}
-	l, err := c.List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(l.Sessions) != 64 {
-		t.Errorf("%d sessions listed, want 64", len(l.Sessions))
+		for _, e := range r.EndedSinceLastCall {
+			if !e.Pruned {
+				t.Errorf("ended session %s not marked pruned", e.SessionID)
+			}
+			prunedNotices++
+		}
 	}
 	if !warned {
 		t.Error("no warning near the limit")
 	}
-	live := map[string]bool{}
-	for _, s := range l.Sessions {
-		live[s.UUID] = true
+	l, err := c.List(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, u := range uuids {
-		if n := len(procsWithEnv("PTYHUB_SESSION=" + u)); live[u] != (n == 1) {
-			t.Errorf("session %s listed=%v has %d processes", u, live[u], n)
+	running, pruned := 0, 0
+	listed := map[string]session.Info{}
+	for _, s := range l.Sessions {
+		listed[s.UUID] = s
+		switch {
+		case s.State == session.StateRunning:
+			running++
+		case s.Pruned:
+			pruned++
+		default:
+			t.Errorf("session %s exited without being pruned", s.SessionID)
 		}
 	}
-	if _, err := c.Write(context.Background(), session.WriteRequest{SessionID: "1"}); !errors.Is(err, session.ErrNotFound) {
-		t.Errorf("pruned session 1: %v", err)
+	// 64 running (the attached one among them), 1 of the other client's, and the
+	// last 64 pruned ones as history.
+	if running != 65 || pruned != 64 {
+		t.Errorf("%d running and %d pruned listed, want 65 and 64", running, pruned)
+	}
+	if prunedNotices < 136 {
+		t.Errorf("%d pruned sessions reported in ended_since_last_call, want 137", prunedNotices)
+	}
+	if in := listed[theirs.UUID]; in.State != session.StateRunning {
+		t.Errorf("the other client's session: %+v", in)
+	}
+	if in := listed[first.UUID]; in.State != session.StateRunning {
+		t.Errorf("the session a human is attached to: %+v", in)
+	}
+	for _, u := range uuids {
+		if n := len(procsWithEnv("PTYHUB_SESSION=" + u)); (listed[u].State == session.StateRunning) != (n == 1) {
+			t.Errorf("session %s (%+v) has %d processes", u, listed[u], n)
+		}
+	}
+	if _, err := c.Write(ctx, session.WriteRequest{SessionID: "3"}); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("session 3, pruned long ago: %v", err)
+	}
+}
+
+// TestSharedPool: clients of one pool (the server's CLI connections) share its limit;
+// finished sessions are not load.
+func TestSharedPool(t *testing.T) {
+	t.Parallel()
+	m, _ := newClient(t, session.Options{MaxSessions: 3, ProtectRecent: 1, KeepExited: 2})
+	a, err := m.NewPoolClient("a", "cli", session.Caller{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := m.NewPoolClient("b", "cli", session.Caller{})
+	for range 5 { // finished: history, never pruning anything
+		exec(t, a, session.ExecRequest{Argv: []string{"true"}})
+	}
+	var ids []string
+	for _, c := range []*session.Client{a, b, a} {
+		r := exec(t, c, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: ms(0)})
+		for _, w := range r.Warnings {
+			if strings.Contains(w, "ended the least recently used") {
+				t.Errorf("pruned before the limit: %q", w)
+			}
+		}
+		ids = append(ids, r.SessionID)
+	}
+	r := exec(t, b, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: ms(0)})
+	if !strings.Contains(strings.Join(r.Warnings, "\n"), "session "+ids[0]+" ") {
+		t.Errorf("the 4th running session of the pool did not prune session %s: %q", ids[0], r.Warnings)
+	}
+	l, _ := a.List(context.Background())
+	exited := 0
+	for _, s := range l.Sessions {
+		if s.State == session.StateExited {
+			exited++
+		}
+	}
+	if exited > 2 {
+		t.Errorf("%d ended sessions kept, the bound is 2", exited)
 	}
 }
 

@@ -167,15 +167,26 @@ func (s *Server) Serve(ctx context.Context) error {
 	accepted := make(chan struct{})
 	go func() {
 		defer close(accepted)
+		var delay time.Duration
 		for {
 			c, err := s.ln.AcceptUnix()
 			if err != nil {
-				if ctx.Err() == nil {
-					s.log.Error("accept", "err", err)
-					cancel(err)
+				if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+					return
 				}
-				return
+				// Out of descriptors (EMFILE, ENFILE) or memory: the connection waits
+				// in the backlog. Back off and try again, as net/http does; never end
+				// the server (its sessions would end with it).
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "err", err, "in", delay)
+				select {
+				case <-time.After(delay):
+				case <-ctx.Done():
+					return
+				}
+				continue
 			}
+			delay = 0
 			s.startConn(c)
 		}
 	}()
@@ -386,9 +397,17 @@ func (s *Server) serveService(c *net.UnixConn, h hello, w *Welcome) {
 	if out.send(reply(0, w)) != nil {
 		return
 	}
-	client := s.mgr.NewClient(h.Name)
+	// An owning connection (ptyhub mcp: one agent) has its own session limit; every
+	// other connection (the CLI) counts in one shared pool.
+	var caller session.Caller
 	if h.Caller != nil {
-		client, _ = s.mgr.NewClientFor(h.Name, *h.Caller) // checked by serveConn
+		caller = *h.Caller // checked by serveConn
+	}
+	var client *session.Client
+	if h.Own {
+		client, _ = s.mgr.NewClientFor(h.Name, caller)
+	} else {
+		client, _ = s.mgr.NewPoolClient(h.Name, "cli", caller)
 	}
 	ctx, cancelAll := context.WithCancel(context.Background())
 	var mu sync.Mutex

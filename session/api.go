@@ -116,6 +116,8 @@ type Ended struct {
 	ExitCode  *int   `json:"exit_code,omitempty"`
 	Signal    string `json:"signal,omitempty"`
 	TimedOut  bool   `json:"timed_out,omitempty"`
+	// Pruned: ended by ptyhub because its client reached its limit of running sessions.
+	Pruned bool `json:"pruned,omitempty"`
 }
 
 // Survivor is a process of a session that outlived its leader and was killed.
@@ -208,6 +210,7 @@ type Info struct {
 	ExitCode   *int    `json:"exit_code,omitempty"`
 	Signal     string  `json:"signal,omitempty"`
 	TimedOut   bool    `json:"timed_out,omitempty"`
+	Pruned     bool    `json:"pruned,omitempty"`
 	Clients    int     `json:"clients"`
 	LastLine   string  `json:"last_line"`
 	Owner      string  `json:"owner,omitempty"`

@@ -18,8 +18,8 @@ func liveHeap() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// openFDs counts this process's open file descriptors.
-func openFDs(t *testing.T) int {
+// countFDs counts this process's open file descriptors.
+func countFDs(t *testing.T) int {
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
@@ -56,9 +56,9 @@ func TestRemovedSessionsReleaseEverything(t *testing.T) {
 		m.releasing.Wait()
 	}
 	run(20)
-	heap0, fds0, gor0 := liveHeap(), openFDs(t), runtime.NumGoroutine()
+	heap0, fds0, gor0 := liveHeap(), countFDs(t), runtime.NumGoroutine()
 	run(180)
-	heap1, fds1, gor1 := liveHeap(), openFDs(t), runtime.NumGoroutine()
+	heap1, fds1, gor1 := liveHeap(), countFDs(t), runtime.NumGoroutine()
 	t.Logf("after 20: heap %d KiB, %d fds, %d goroutines; after 200: heap %d KiB, %d fds, %d goroutines",
 		heap0>>10, fds0, gor0, heap1>>10, fds1, gor1)
 	// 180 sessions of ~110 KB each: a leak of their rings alone would be ~20 MiB.

@@ -20,10 +20,15 @@ import (
 
 // Options configure a Manager. The zero value is usable.
 type Options struct {
-	// MaxSessions is the session limit (default 64); WarnSessions the count from which
-	// results warn (default 60); ProtectRecent how many most recently used sessions are
-	// never pruned (default 8).
+	// MaxSessions is the limit of running sessions of one pool (default 64): each
+	// client started with NewClient or NewClientFor is its own pool, clients made with
+	// NewPoolClient share theirs. WarnSessions is the count from which that pool's
+	// results warn (default MaxSessions less 1/16th: 60 of 64); ProtectRecent how many
+	// most recently used sessions of the pool are never pruned (default 8).
 	MaxSessions, WarnSessions, ProtectRecent int
+	// KeepExited bounds the sessions of one pool that have ended and are kept as history
+	// (output and state readable); past it the oldest go, without warning (default 64).
+	KeepExited int
 	// Retain is the per-session in-memory output ring size (default 4 MiB).
 	Retain int
 	// Logger receives operational logs (default: discard).
@@ -55,6 +60,9 @@ type Manager struct {
 	mu       sync.Mutex
 	nextID   int
 	sessions map[int]*Session
+	pools    map[string]map[int]*Session // pool name → its sessions (those in sessions)
+	poolSeq  int                         // names the private pools of clients
+	live     int                         // sessions whose exit is not yet recorded
 	closed   bool
 
 	recs recorders // record.go: live transcript writers; Close waits for them
@@ -64,16 +72,25 @@ type Manager struct {
 	releasing sync.WaitGroup
 }
 
+// drop takes s out of the table and its pool.
+func (m *Manager) drop(s *Session) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sessions[s.id] == s {
+		delete(m.sessions, s.id)
+		delete(m.pools[s.pool], s.id)
+		if len(m.pools[s.pool]) == 0 {
+			delete(m.pools, s.pool)
+		}
+	}
+}
+
 // forget takes s out of the table (the caller may have done so) and releases what it
 // holds once its processes are gone: it ends them first if they still run. Nothing of
 // the session stays reachable from the manager afterwards: its ring, screen model,
 // transcript writer and spill file go with it. Safe to call more than once.
 func (m *Manager) forget(s *Session) {
-	m.mu.Lock()
-	if m.sessions[s.id] == s {
-		delete(m.sessions, s.id)
-	}
-	m.mu.Unlock()
+	m.drop(s)
 	s.mu.Lock()
 	already := s.removed
 	s.removed = true
@@ -94,7 +111,10 @@ func NewManager(opts Options) (*Manager, error) {
 		opts.MaxSessions = 64
 	}
 	if opts.WarnSessions <= 0 {
-		opts.WarnSessions = min(60, opts.MaxSessions)
+		opts.WarnSessions = max(1, opts.MaxSessions-opts.MaxSessions/16)
+	}
+	if opts.KeepExited <= 0 {
+		opts.KeepExited = 64
 	}
 	if opts.ProtectRecent <= 0 {
 		opts.ProtectRecent = 8
@@ -105,7 +125,7 @@ func NewManager(opts Options) (*Manager, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{opts: opts, log: opts.Logger, sessions: map[int]*Session{}}, nil
+	return &Manager{opts: opts, log: opts.Logger, sessions: map[int]*Session{}, pools: map[string]map[int]*Session{}}, nil
 }
 
 // startReaper starts the helper process on first use.
@@ -123,7 +143,25 @@ func (m *Manager) startReaper() error {
 // client list the sessions it started that ended since its previous call. Sessions started
 // through the client are owned by it: Close ends them unless keep is set.
 func (m *Manager) NewClient(name string) *Client {
-	return &Client{m: m, name: name}
+	return &Client{m: m, name: name, pool: m.privatePool()}
+}
+
+// NewPoolClient is NewClientFor for a client whose sessions count in the shared pool
+// named pool (the server puts every CLI connection in one) rather than in a pool of
+// its own.
+func (m *Manager) NewPoolClient(name, pool string, caller Caller) (*Client, error) {
+	if err := caller.Check(); err != nil {
+		return nil, err
+	}
+	return &Client{m: m, name: name, caller: caller, pool: "shared:" + pool}, nil
+}
+
+// privatePool names a new pool of one client.
+func (m *Manager) privatePool() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.poolSeq++
+	return "client:" + strconv.Itoa(m.poolSeq)
 }
 
 // NewClientFor is NewClient for a client whose sessions start in caller's directory and
@@ -133,7 +171,7 @@ func (m *Manager) NewClientFor(name string, caller Caller) (*Client, error) {
 	if err := caller.Check(); err != nil {
 		return nil, err
 	}
-	return &Client{m: m, name: name, caller: caller}, nil
+	return &Client{m: m, name: name, caller: caller, pool: m.privatePool()}, nil
 }
 
 // Close ends every session (whole process trees) and the reaper, then returns.
@@ -148,17 +186,18 @@ func (m *Manager) Close(ctx context.Context) error {
 	if m.reaper == nil {
 		return nil
 	}
-	var wg sync.WaitGroup
-	for _, s := range all {
-		if !s.isExited() {
-			wg.Go(func() { s.kill(false) })
-		}
+	// One sweep of everything the reaper started (one walk of its process tree per
+	// round), not one per session: closing costs O(processes), not O(sessions²).
+	if _, err := m.reaper.Kill("", reaper.DefaultGrace, false); err != nil && !errors.Is(err, reaper.ErrDead) {
+		m.log.Warn("close: kill all", "err", err)
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
+wait:
+	for _, s := range all {
+		select {
+		case <-s.exited:
+		case <-ctx.Done():
+			break wait
+		}
 	}
 	m.recs.closeAll(ctx)
 	return m.reaper.Close(5 * time.Second)
@@ -216,67 +255,97 @@ func (m *Manager) noteEnded(s *Session) {
 	}
 }
 
-// admit makes room for one more session, pruning if at the limit, and returns warnings.
-func (m *Manager) admit() ([]string, error) {
+// admit makes room in pool for one more running session and returns warnings. Only
+// running sessions count: at the pool's limit the least recently used one that is not
+// protected (recently used, a call in flight, a human attached) is ended and kept as
+// pruned history. Ended sessions of the pool past Options.KeepExited are forgotten,
+// oldest first, without a warning. It also refuses the session when the manager's
+// process is short of file descriptors. The cost is O(sessions of the pool).
+func (m *Manager) admit(pool string) ([]string, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		return nil, errors.New("session: manager is closed")
 	}
-	n := len(m.sessions)
-	var victim *Session
-	if n >= m.opts.MaxSessions {
-		victim = m.pruneCandidate()
-		if victim == nil {
-			m.mu.Unlock()
-			return nil, fmt.Errorf("%w: %d sessions, all recently used or busy; removing one frees its place", ErrLimit, n)
+	var running, ended []*Session
+	for _, s := range m.pools[pool] {
+		if s.isExited() {
+			ended = append(ended, s)
+		} else {
+			running = append(running, s)
 		}
-		delete(m.sessions, victim.id)
-		n--
 	}
+	live := m.live
 	m.mu.Unlock()
+	if err := m.checkFDs(live); err != nil {
+		return nil, err
+	}
 	var warns []string
-	if victim != nil {
-		state := "exited"
-		if !victim.isExited() {
-			state = "running"
-			victim.kill(false)
+	n := len(running)
+	if n >= m.opts.MaxSessions {
+		victim := m.pruneCandidate(running)
+		if victim == nil {
+			return nil, fmt.Errorf("%w: %d running sessions (the limit of one client), all recently used, busy or attached; removing one frees its place", ErrLimit, n)
 		}
-		m.forget(victim)
-		warns = append(warns, fmt.Sprintf("session limit %d reached: pruned the least recently used session %d (%s, %s)", m.opts.MaxSessions, victim.id, state, victim.command))
+		victim.mu.Lock()
+		victim.pruned = true
+		victim.mu.Unlock()
+		victim.kill(false)
+		n--
+		warns = append(warns, fmt.Sprintf("limit of %d running sessions reached: ended the least recently used one, session %d (%s); it is listed as pruned", m.opts.MaxSessions, victim.id, victim.command))
 	}
 	if n+1 >= m.opts.WarnSessions {
-		warns = append(warns, fmt.Sprintf("%d of %d sessions in use; at the limit the least recently used are pruned (removing a session frees its place)", n+1, m.opts.MaxSessions))
+		warns = append(warns, fmt.Sprintf("%d of %d running sessions; at the limit the least recently used is ended (removing a session frees its place)", n+1, m.opts.MaxSessions))
+	}
+	if over := len(ended) - m.opts.KeepExited + 1; over > 0 {
+		sort.Slice(ended, func(i, j int) bool { return ended[i].endedAt().Before(ended[j].endedAt()) })
+		for _, s := range ended {
+			if over == 0 {
+				break
+			}
+			if !s.busy() && !s.humanAttached() {
+				m.forget(s)
+				over--
+			}
+		}
 	}
 	return warns, nil
 }
 
-// pruneCandidate picks the least recently used exited session, else the least recently
-// used live one, never one of the ProtectRecent most recent and never one with a call in
-// flight. Called with m.mu held.
-func (m *Manager) pruneCandidate() *Session {
-	all := make([]*Session, 0, len(m.sessions))
-	for _, s := range m.sessions {
-		all = append(all, s)
-	}
-	last := func(s *Session) time.Time { s.mu.Lock(); defer s.mu.Unlock(); return s.lastUsed }
-	sort.Slice(all, func(i, j int) bool { return last(all[i]).Before(last(all[j])) })
-	if len(all) > m.opts.ProtectRecent {
-		all = all[:len(all)-m.opts.ProtectRecent]
-	} else {
+// pruneCandidate picks the least recently used of the running sessions, never one of the
+// ProtectRecent most recent, never one with a call in flight, never one a human is
+// attached to.
+func (m *Manager) pruneCandidate(running []*Session) *Session {
+	if len(running) <= m.opts.ProtectRecent {
 		return nil
 	}
-	for _, wantExited := range []bool{true, false} {
-		for _, s := range all {
-			s.mu.Lock()
-			busy := s.inFlight > 0
-			s.mu.Unlock()
-			if !busy && s.isExited() == wantExited {
-				return s
-			}
+	last := make(map[*Session]time.Time, len(running))
+	for _, s := range running {
+		s.mu.Lock()
+		last[s] = s.lastUsed
+		s.mu.Unlock()
+	}
+	sort.Slice(running, func(i, j int) bool { return last[running[i]].Before(last[running[j]]) })
+	for _, s := range running[:len(running)-m.opts.ProtectRecent] {
+		if !s.busy() && !s.humanAttached() {
+			return s
 		}
 	}
 	return nil
+}
+
+// busy reports whether a call is in flight on s.
+func (s *Session) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight > 0
+}
+
+// endedAt is when the exit was recorded.
+func (s *Session) endedAt() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exitedAt
 }
 
 // start validates req and starts a session owned by owner.
@@ -348,7 +417,8 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 			return nil, nil, fmt.Errorf("%w: the command contains a NUL byte", ErrInvalid)
 		}
 	}
-	warns, err := m.admit()
+	pool := owner.pool
+	warns, err := m.admit(pool)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -357,18 +427,34 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 	}
 	now := time.Now()
 	s := &Session{m: m, uuid: id, command: command, tty: tty, profile: profile,
-		started: now, lastUsed: now, rows: rows, cols: cols, owner: owner,
+		started: now, lastUsed: now, rows: rows, cols: cols, owner: owner, pool: pool,
 		hub: broadcast.New(m.opts.Retain), wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), exited: make(chan struct{}), drained: make(chan struct{})}
 	m.mu.Lock()
 	m.nextID++
 	s.id = m.nextID
 	m.sessions[s.id] = s
+	if m.pools[pool] == nil {
+		m.pools[pool] = map[int]*Session{}
+	}
+	m.pools[pool][s.id] = s
+	m.live++
+	live := m.live
 	m.mu.Unlock()
 
 	path, lerr := lookPath(argv[0], getenv(env, "PATH"), dir)
 	if lerr == nil {
 		lerr = s.spawn(reaper.Spec{Path: path, Argv: argv, Env: env, Dir: dir, Tag: id}, rows, cols)
+		if rerr := resourceError(lerr, live-1); rerr != lerr {
+			// Out of descriptors, ptys or processes: no session, an error that names
+			// the limit (never an exit code that means something else).
+			m.mu.Lock()
+			m.live--
+			m.mu.Unlock()
+			m.drop(s)
+			m.log.Warn("session not started", "err", rerr)
+			return nil, nil, rerr
+		}
 	}
 	if lerr != nil {
 		// Not found or not runnable: the session exists, exited with 127 (126 when
@@ -386,6 +472,9 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		s.exitedAt = time.Now()
 		close(s.drained)
 		m.noteEnded(s)
+		m.mu.Lock()
+		m.live--
+		m.mu.Unlock()
 		close(s.exited)
 		close(s.quit)
 		return s, warns, nil
@@ -403,6 +492,7 @@ type Client struct {
 	m      *Manager
 	name   string
 	caller Caller // immutable
+	pool   string // immutable: the pool its sessions count in (see Options.MaxSessions)
 
 	mu    sync.Mutex
 	ended []Ended
@@ -472,7 +562,7 @@ func (c *Client) Close(ctx context.Context, keep bool) error {
 func (s *Session) endedRecord() Ended {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := Ended{SessionID: strconv.Itoa(s.id), Command: s.command, TimedOut: s.timedOut}
+	e := Ended{SessionID: strconv.Itoa(s.id), Command: s.command, TimedOut: s.timedOut, Pruned: s.pruned}
 	if s.exit.Signal != 0 {
 		e.Signal = s.exit.SignalName()
 	} else {

@@ -415,7 +415,7 @@ func (c *Client) List(ctx context.Context) (*ListResult, error) {
 		s.mu.Lock()
 		info := Info{SessionID: strconv.Itoa(s.id), UUID: s.uuid, Command: s.command,
 			State: state, PID: s.pid, AgeMs: now.Sub(s.started).Milliseconds(), ExitCode: code,
-			Signal: sig, TimedOut: timedOut, Rows: s.rows, Cols: s.cols, TTY: s.tty,
+			Signal: sig, TimedOut: timedOut, Pruned: s.pruned, Rows: s.rows, Cols: s.cols, TTY: s.tty,
 			OutputSize: s.hub.End(), IdleMs: float64(now.Sub(s.lastUsed).Milliseconds())}
 		if s.owner != nil {
 			info.Owner = s.owner.name

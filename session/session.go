@@ -57,6 +57,8 @@ type Session struct {
 	owner      *Client
 	reported   bool // the agent has been told of the exit
 	removed    bool
+	pruned     bool   // ended by the per-client limit
+	pool       string // immutable: the pool it counts in
 	timer      *time.Timer
 
 	// Agent cursor, guarded by collectMu: collects of one session are serialised so each
@@ -353,6 +355,9 @@ func (s *Session) waitExit(exit <-chan reaper.Exit, held bool) {
 	s.noteExit()
 	// Owners learn of the end before anyone can see the session as exited.
 	s.m.noteEnded(s)
+	s.m.mu.Lock()
+	s.m.live--
+	s.m.mu.Unlock()
 	close(s.exited)
 	// The sweep hangs the terminal up; if anything still holds it past the grace, stop
 	// reading so the session's resources go.

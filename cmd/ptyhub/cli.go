@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -277,55 +278,99 @@ func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 }
 
 const killHelp = `Usage:
-  ptyhub kill ID [--signal SIG]
+  ptyhub kill ID... [--signal SIG]
+  ptyhub kill --all
 
-Ends every process of session ID (SIGHUP, SIGTERM, then SIGKILL after 2 s), or with
---signal sends only that signal (INT, TERM, KILL, HUP, QUIT, USR1...; INT goes to the
-foreground process group, like Ctrl-C). The session stays listed; 'ptyhub rm' forgets it.
+Ends every process of each session ID (SIGHUP, SIGTERM, then SIGKILL after 2 s), or
+with --signal sends only that signal (INT, TERM, KILL, HUP, QUIT, USR1...; INT goes to
+the foreground process group, like Ctrl-C). --all ends every running session. The
+sessions stay listed; 'ptyhub rm' forgets them.
 `
 
 func runKill(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("kill", killHelp)
 	sig := fs.String("signal", "", "send only this `signal` instead of ending the session")
+	all := fs.Bool("all", false, "every running session")
 	socket := socketFlag(fs)
 	pos, code, done := fs.parseMixed(args, stdout, stderr)
 	if done {
 		return code
 	}
-	if len(pos) != 1 {
-		return usageError(stderr, "kill", "give one session ID")
+	if (len(pos) == 0) == !*all {
+		return usageError(stderr, "kill", "give session IDs or --all")
 	}
-	return killOrRemove(ctx, "kill", *socket, session.KillRequest{SessionID: pos[0], Signal: *sig}, stdout, stderr)
+	return killOrRemove(ctx, "kill", *socket, pos, *all, false, session.KillRequest{Signal: *sig}, stdout, stderr)
 }
 
 const rmHelp = `Usage:
-  ptyhub rm ID
+  ptyhub rm ID...
+  ptyhub rm --exited | --all
 
-Ends every process of session ID (if it still runs) and forgets it: it leaves 'ptyhub ls'
-and its output is no longer readable.
+Ends every process of each session ID (if it still runs) and forgets it: it leaves
+'ptyhub ls' and its output is readable only from its transcript ('ptyhub logs ID').
+--exited forgets every session that has ended; --all every session.
 `
 
 func runRm(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("rm", rmHelp)
+	all := fs.Bool("all", false, "every session")
+	exited := fs.Bool("exited", false, "every session that has ended")
 	socket := socketFlag(fs)
 	pos, code, done := fs.parseMixed(args, stdout, stderr)
 	if done {
 		return code
 	}
-	if len(pos) != 1 {
-		return usageError(stderr, "rm", "give one session ID")
+	if *all && *exited || (len(pos) == 0) == !(*all || *exited) {
+		return usageError(stderr, "rm", "give session IDs, --exited or --all")
 	}
-	return killOrRemove(ctx, "rm", *socket, session.KillRequest{SessionID: pos[0], Remove: true}, stdout, stderr)
+	return killOrRemove(ctx, "rm", *socket, pos, *all, *exited, session.KillRequest{Remove: true}, stdout, stderr)
 }
 
-func killOrRemove(ctx context.Context, cmd, socket string, req session.KillRequest, stdout, stderr io.Writer) int {
+// killOrRemove sends req for each id (or for every session, or every exited one,
+// listed first), several at once over one connection, and prints the results in order.
+// It returns 1 if any failed.
+func killOrRemove(ctx context.Context, cmd, socket string, ids []string, all, exited bool, req session.KillRequest, stdout, stderr io.Writer) int {
 	return withClient(ctx, socket, cmd, stderr, func(c *server.Client) int {
-		res, err := c.Kill(ctx, req)
-		if err != nil {
-			return fail(stderr, cmd, err)
+		if all || exited {
+			l, err := c.List(ctx)
+			if err != nil {
+				return fail(stderr, cmd, err)
+			}
+			for _, in := range l.Sessions {
+				running := in.State == session.StateRunning
+				if exited && running || cmd == "kill" && !running {
+					continue
+				}
+				ids = append(ids, in.SessionID)
+			}
 		}
-		printText(stdout, res.Text())
-		return 0
+		type outcome struct {
+			res *session.KillResult
+			err error
+		}
+		results := make([]outcome, len(ids))
+		sem := make(chan struct{}, 64) // calls in flight at once
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			r := req
+			r.SessionID = id
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				res, err := c.Kill(ctx, r)
+				results[i] = outcome{res, err}
+			})
+		}
+		wg.Wait()
+		status := 0
+		for _, o := range results {
+			if o.err != nil {
+				status = fail(stderr, cmd, o.err)
+				continue
+			}
+			printText(stdout, o.res.Text())
+		}
+		return status
 	})
 }
 

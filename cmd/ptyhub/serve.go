@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 )
 
 const serveHelp = `Usage:
-  ptyhub serve [--socket PATH] [--idle-exit 10m] [--verbose]
+  ptyhub serve [--socket PATH] [--idle-exit 10m] [--max-sessions N] [--verbose]
 
 Runs the per-user ptyhub server in the foreground. It owns every session and serves the
 CLI and 'ptyhub mcp' on a Unix socket: $PTYHUB_SOCKET, else
@@ -28,6 +29,14 @@ The server exits after --idle-exit with no client connected and no running sessi
 SIGTERM, SIGINT or SIGQUIT it ends every session with all its processes and removes the
 socket. It ignores the hangup of the terminal it was started from. If it is killed
 (kill -9), its sessions die with it.
+
+Limits: each 'ptyhub mcp' client may run --max-sessions sessions at once
+($PTYHUB_MAX_SESSIONS, default 64), and all CLI sessions together as many; at the limit
+the least recently used running session of that client is ended (never one a human is
+attached to) and listed as pruned. Finished sessions do not count: the last 64 of each
+client are kept as history. The server raises its file-descriptor limit to the hard
+limit (sessions get the original) and refuses a new session, with an error naming the
+limit, when it runs short, rather than failing its clients.
 `
 
 // socketFlag adds --socket to fs; the value overrides PTYHUB_SOCKET.
@@ -79,7 +88,8 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	fs := newFlagSet("serve", serveHelp)
 	socket := socketFlag(fs)
 	idle := fs.Duration("idle-exit", 10*time.Minute, "exit after this `duration` without clients and running sessions (0: never)")
-	verbose := fs.Bool("verbose", false, "log every connection")
+	verbose := fs.Bool("verbose", false, "log every connection and session start and end")
+	maxSessions := fs.Int("max-sessions", 0, "running sessions allowed per MCP client and for the CLI together (default $PTYHUB_MAX_SESSIONS, else 64)")
 	if code, done := fs.parse(args, stdout, stderr); done {
 		return code
 	}
@@ -91,7 +101,19 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("pid", os.Getpid())
-	mgr, err := session.NewManager(session.Options{Logger: log})
+	if *maxSessions == 0 {
+		if v := os.Getenv("PTYHUB_MAX_SESSIONS"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return usageError(stderr, "serve", fmt.Sprintf("PTYHUB_MAX_SESSIONS=%q is not a positive number", v))
+			}
+			*maxSessions = n
+		}
+	}
+	if *maxSessions < 0 {
+		return usageError(stderr, "serve", "--max-sessions must be positive")
+	}
+	mgr, err := session.NewManager(session.Options{Logger: log, MaxSessions: *maxSessions})
 	if err != nil {
 		fmt.Fprintf(stderr, "ptyhub serve: %s\n", oneLine(err.Error()))
 		return exitError

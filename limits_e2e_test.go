@@ -1,0 +1,187 @@
+package ptyhub_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	osexec "os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ptyhub/ptyhub/session"
+)
+
+// prlimitPath finds prlimit (util-linux); in CI its absence is a failure.
+func prlimitPath(t *testing.T) string {
+	t.Helper()
+	p, err := osexec.LookPath("prlimit")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("prlimit (util-linux) is needed by this test")
+		}
+		t.Skip("prlimit not installed")
+	}
+	return p
+}
+
+// serveLimited starts `ptyhub serve` for h under prlimit --nofile=nofile and returns its
+// log; it is stopped with SIGTERM at cleanup.
+func serveLimited(t *testing.T, h *svHub, nofile string, extra ...string) *bytes.Buffer {
+	t.Helper()
+	args := append([]string{"--nofile=" + nofile, h.bin, "serve", "--idle-exit", "0"}, extra...)
+	srv := osexec.Command(prlimitPath(t), args...)
+	srv.Env = h.env
+	var logb bytes.Buffer
+	srv.Stderr = &logb
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() })
+	svWait(t, "the server", func() bool { return h.serverPID() == srv.Process.Pid })
+	return &logb
+}
+
+// softNofile reads the soft open-files limit of pid.
+func softNofile(t *testing.T, pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/limits")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "Max open files") {
+			f := strings.Fields(l)
+			n, _ := strconv.Atoi(f[3])
+			return n
+		}
+	}
+	t.Fatal("no Max open files in /proc/PID/limits")
+	return 0
+}
+
+// TestServerRaisesNofileNotForSessions: the server runs with its soft open-files limit
+// raised to the hard one (the Go runtime does it at start, to one below the hard limit);
+// the programs of its sessions get the original soft limit.
+func TestServerRaisesNofileNotForSessions(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	serveLimited(t, h, "300:4000")
+	if n := softNofile(t, h.serverPID()); n < 3999 {
+		t.Errorf("server soft limit %d, want the hard limit 4000", n)
+	}
+	out := h.ok("exec", "-c", "ulimit -Sn")
+	if !strings.Contains(out, "\n300") && !strings.HasPrefix(out, "300") {
+		t.Errorf("a session's soft limit: %q, want 300", out)
+	}
+}
+
+// TestServerOutOfFDs: under a 256-descriptor limit the server refuses sessions cleanly
+// once it runs short: the error names the limit (and is not an exit code of the
+// program), the running sessions keep running, the server still answers, and once some
+// sessions end new ones start.
+func TestServerOutOfFDs(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	serveLimited(t, h, "256")
+	pid := h.serverPID()
+	var ids []string
+	var refusal string
+	for i := 0; i < 200 && refusal == ""; i++ {
+		out, errs, code := h.run("exec", "--json", "--yield", "0", "--", "sleep", "1000")
+		if code == 124 {
+			var r session.Result
+			if err := json.Unmarshal([]byte(out), &r); err != nil || r.State != session.StateRunning {
+				t.Fatalf("session %d: %v %s", i, err, out)
+			}
+			ids = append(ids, r.SessionID)
+			continue
+		}
+		if code == 127 || code == 126 {
+			t.Fatalf("session %d: exit code %d for a limit: %s %s", i, code, out, errs)
+		}
+		refusal = errs
+	}
+	t.Logf("%d sessions ran, then: %s", len(ids), strings.TrimSpace(refusal))
+	if refusal == "" || !strings.Contains(refusal, "RLIMIT_NOFILE") || !strings.Contains(refusal, "ulimit -n") {
+		t.Fatalf("no clean refusal naming the limit after %d sessions: %q", len(ids), refusal)
+	}
+	if len(ids) < 30 {
+		t.Errorf("only %d sessions before the limit", len(ids))
+	}
+	if h.serverPID() != pid {
+		t.Fatal("the server did not survive")
+	}
+	// Still answering, and every session still running with its process.
+	var l session.ListResult
+	if err := json.Unmarshal([]byte(h.ok("ls", "--json")), &l); err != nil {
+		t.Fatal(err)
+	}
+	running := 0
+	for _, s := range l.Sessions {
+		if s.State == session.StateRunning && len(procsWithEnv("PTYHUB_SESSION="+s.UUID)) == 1 {
+			running++
+		}
+	}
+	if running != len(ids) {
+		t.Errorf("%d of %d sessions running after the refusal", running, len(ids))
+	}
+	// Ending a few makes room.
+	for _, id := range ids[:5] {
+		h.ok("rm", id)
+	}
+	out, errs, code := h.run("exec", "--", "echo", "room again")
+	if code != 0 || !strings.Contains(out, "room again") {
+		t.Errorf("after rm: status %d: %s %s", code, out, errs)
+	}
+	if h.serverPID() != pid {
+		t.Fatal("the server did not survive")
+	}
+}
+
+// TestServerKillRmMany: kill and rm take several ids, rm --exited forgets the ended
+// sessions only, kill --all ends the rest, rm --all forgets everything.
+func TestServerKillRmMany(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	var ids []string
+	for range 4 {
+		var r session.Result
+		out, _, _ := h.run("exec", "--json", "--yield", "0", "--", "sleep", "1000")
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.SessionID)
+	}
+	h.ok("exec", "--", "true")
+	list := func() map[string]string {
+		var l session.ListResult
+		if err := json.Unmarshal([]byte(h.ok("ls", "--json")), &l); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, s := range l.Sessions {
+			m[s.SessionID] = s.State
+		}
+		return m
+	}
+	h.ok("kill", ids[0], ids[1])
+	if l := list(); l[ids[0]] != session.StateExited || l[ids[1]] != session.StateExited || l[ids[2]] != session.StateRunning || len(l) != 5 {
+		t.Errorf("after kill %s %s: %v", ids[0], ids[1], l)
+	}
+	h.ok("rm", "--exited")
+	if l := list(); len(l) != 2 || l[ids[2]] != session.StateRunning || l[ids[3]] != session.StateRunning {
+		t.Errorf("after rm --exited: %v", l)
+	}
+	if _, errs, code := h.run("rm", ids[2], "999"); code == 0 || !strings.Contains(errs, "999") {
+		t.Errorf("rm of an unknown id: status %d, %q", code, errs)
+	}
+	h.ok("kill", "--all")
+	if l := list(); len(l) != 1 || l[ids[3]] != session.StateExited {
+		t.Errorf("after kill --all: %v", l)
+	}
+	h.ok("rm", "--all")
+	if l := list(); len(l) != 0 {
+		t.Errorf("after rm --all: %v", l)
+	}
+}

@@ -1,0 +1,81 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// Resource limits of the manager's own process. A session costs the manager a few file
+// descriptors while it runs (terminal master, exit watch, transcript and spill) and
+// none once it has ended. The manager keeps fdReserve descriptors free for everything
+// else it does (the server accepting and answering its clients, reading transcripts),
+// so running out refuses new sessions cleanly instead of breaking what runs.
+const (
+	// fdsPerSession is the most a session holds while it starts.
+	fdsPerSession = 6
+	// fdReserve is kept free for the server's clients and the manager's own files.
+	fdReserve = 48
+)
+
+// ResourceError says a session could not start because a limit of the system or of the
+// manager's process was reached. It wraps ErrLimit; its message names the limit and what
+// to do.
+type ResourceError struct {
+	// Limit names the limit: "RLIMIT_NOFILE", "RLIMIT_NPROC", "pty", "memory".
+	Limit string
+	msg   string
+}
+
+func (e *ResourceError) Error() string { return e.msg }
+func (e *ResourceError) Unwrap() error { return ErrLimit }
+
+// checkFDs returns a ResourceError when starting one more session would eat into the
+// reserve. It counts the open descriptors only when the live sessions could come close
+// to the limit, so with a high limit it costs nothing.
+func (m *Manager) checkFDs(live int) error {
+	limit, ok := fdLimit()
+	if !ok {
+		return nil
+	}
+	if uint64(live+1)*fdsPerSession+fdReserve+256 < limit/2 {
+		return nil
+	}
+	open, ok := openFDs()
+	if !ok {
+		return nil
+	}
+	if uint64(open+fdsPerSession+fdReserve) <= limit {
+		return nil
+	}
+	return &ResourceError{Limit: "RLIMIT_NOFILE", msg: fmt.Sprintf(
+		"cannot start a session: the ptyhub server has %d of its %d file descriptors open (RLIMIT_NOFILE; %d running sessions, %d kept for its clients). "+
+			"End sessions you no longer need, or restart the server with a higher limit (ulimit -n)",
+		open, limit, live, fdReserve)}
+}
+
+// resourceError turns an error of starting a session that comes from a limit (too many
+// open files, no pty left, no process slot, no memory) into a ResourceError naming it;
+// other errors are returned unchanged.
+func resourceError(err error, live int) error {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return err
+	}
+	limit, what := "", ""
+	switch errno {
+	case syscall.EMFILE:
+		limit, what = "RLIMIT_NOFILE", "the ptyhub server ran out of file descriptors (RLIMIT_NOFILE). End sessions you no longer need, or restart the server with a higher limit (ulimit -n)"
+	case syscall.ENFILE:
+		limit, what = "file-max", "the system ran out of open files (fs.file-max). End sessions you no longer need"
+	case syscall.ENOSPC:
+		limit, what = "pty", "no pseudo-terminal is left (kernel.pty.max). End sessions you no longer need, or raise kernel.pty.max"
+	case syscall.EAGAIN:
+		limit, what = "RLIMIT_NPROC", "no process can be created: the user's process limit (RLIMIT_NPROC, ulimit -u) or the system's (kernel.pid_max, cgroup pids.max) is reached. End sessions or programs you no longer need, or raise the limit"
+	case syscall.ENOMEM:
+		limit, what = "memory", "the system is out of memory. End sessions you no longer need"
+	default:
+		return err
+	}
+	return &ResourceError{Limit: limit, msg: fmt.Sprintf("cannot start a session (%v; %d running): %s", err, live, what)}
+}
