@@ -38,6 +38,10 @@ func TestTerminalRows(t *testing.T) {
 		{"alt screen left", "main\x1b[?1049halt\x1b[?1049l", []string{"main"}, 0, 4, false, false},
 		{"hidden cursor", "\x1b[?25lx", []string{"x"}, 0, 1, false, true},
 		{"utf8", "é€", []string{"é€"}, 0, 2, false, false},
+		{"concealed", "a \x1b[8mXY Z\x1b[0m b", []string{"a [hidden text] b"}, 0, 8, false, false},
+		{"concealed blanks", "\x1b[8m  \x1b[0mz", []string{"  z"}, 0, 3, false, false},
+		{"cleared while concealed", "\x1b[8m\x1b[2J\x1b[28mz", []string{"z"}, 0, 1, false, false},
+		{"concealed on two rows", "\x1b[8mab\r\ncd\x1b[0mx", []string{"[hidden text]", "[hidden text]x"}, 1, 3, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	uv "github.com/charmbracelet/ultraviolet"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/vt"
+
+	"github.com/ptyhub/ptyhub/termtext"
 )
 
 // Snapshot is a rendered screen.
@@ -140,7 +142,9 @@ func (t *Terminal) SetModes(m Modes) {
 	}
 }
 
-// Snapshot renders the screen as text.
+// Snapshot renders the screen as text. Concealed cells (SGR 8), which a terminal shows
+// blank, are not shown: a run of them that holds text becomes termtext.HiddenText once,
+// and concealed blanks stay blanks.
 func (t *Terminal) Snapshot() Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -151,12 +155,25 @@ func (t *Terminal) Snapshot() Snapshot {
 	var b strings.Builder
 	for y := range h {
 		b.Reset()
+		hid := false // the marker of the current concealed run was written
 		for x := 0; x < w; x++ {
 			c := t.emu.CellAt(x, y)
 			if c == nil || c.IsZero() { // the second column of a wide character
 				continue
 			}
-			b.WriteString(c.Content)
+			if c.Style.Attrs&uv.AttrConceal == 0 {
+				hid = false
+				b.WriteString(c.Content)
+				continue
+			}
+			switch {
+			case hid:
+			case strings.TrimSpace(c.Content) == "":
+				b.WriteByte(' ')
+			default:
+				hid = true
+				b.WriteString(termtext.HiddenText)
+			}
 		}
 		s.Rows[y] = strings.TrimRight(b.String(), " ")
 	}

@@ -163,3 +163,32 @@ func TestScreenViewOfExitedSession(t *testing.T) {
 		}
 	}
 }
+
+// TestHiddenTextNotShown: text printed concealed (SGR 8), which a human sees as blank,
+// reaches the agent neither in the text view nor in the screen view.
+func TestHiddenTextNotShown(t *testing.T) {
+	t.Parallel()
+	_, c := scNewClient(t)
+	r, err := c.Exec(context.Background(), ExecRequest{Cmd: `printf 'vis \033[8mHIDDEN\033[0m end\n'`, YieldTimeMs: ptr(20000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := scUntilExit(t, c, r)
+	if want := "vis [hidden text] end\n"; !strings.Contains(text, want) || strings.Contains(text, "HIDDEN") {
+		t.Errorf("text view %q, want %q", text, want)
+	}
+	v, err := c.Read(context.Background(), ReadRequest{SessionID: r.SessionID, View: "screen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "vis [hidden text] end"; v.Screen == nil || v.Screen.Rows[0] != want || strings.Contains(v.Output, "HIDDEN") {
+		t.Errorf("screen view %q, want first row %q", v.Output, want)
+	}
+	raw, err := c.Read(context.Background(), ReadRequest{SessionID: r.SessionID, View: "raw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(raw.Output, "HIDDEN") {
+		t.Errorf("raw view %q lost the bytes", raw.Output)
+	}
+}

@@ -36,6 +36,11 @@
 //     by a cursor move), and spaces at or right of the cursor, which is what
 //     echo-erase "\b \b" leaves ("ab\b \b" reads "a", as on a terminal). The
 //     "\r" of "\r\n" does not count as moving the cursor.
+//   - Concealed text (SGR 8, which a terminal shows as blank) is not shown: a
+//     concealed run becomes the marker [HiddenText] once ("vis \e[8mSECRET\e[0m
+//     end" → "vis [hidden text] end"), so text a human cannot see never
+//     reaches the agent as if it were visible. SGR 0, 28 and an empty SGR end
+//     the run; colour arguments (38;5;8, 38:2:…) are not mistaken for 8.
 //   - Tab is kept as "\t" (one cell). NUL is shown as U+2400 (␀) so that
 //     "a\0b" does not silently read "ab" (find -print0, binary output). DEL and
 //     the other C0 controls (BEL, …) are dropped.
@@ -84,6 +89,9 @@ const (
 	blank       = 0        // an erased or never written cell; shown as a space
 )
 
+// HiddenText is shown in place of a run of concealed text (SGR 8).
+const HiddenText = "[hidden text]"
+
 type parseState uint8
 
 const (
@@ -112,6 +120,14 @@ type Converter struct {
 	need   uint8 // UTF-8 continuation bytes still expected
 	lo, hi byte  // bounds of the next continuation byte
 	acc    rune  // UTF-8 character decoded so far
+
+	// SGR tracking for concealed text.
+	conceal bool  // SGR 8 is on
+	hid     bool  // the marker of the current concealed run was shown
+	sv      int   // value of the CSI parameter being read
+	sgr     int8  // conceal change of the current CSI if it is an SGR: +1 on, -1 off
+	grp     bool  // inside a colon sub-parameter group
+	ext     uint8 // 38/48/58 colour: 1 = mode expected, else arguments left + 1
 }
 
 const (
@@ -145,7 +161,7 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 				dst = c.put(dst, utf8.RuneError)
 			}
 			if b >= 0x20 && b < 0x7f {
-				if !c.cr && c.cur == len(c.line) && c.cur < maxLine {
+				if !c.cr && !c.conceal && c.cur == len(c.line) && c.cur < maxLine {
 					// Fast path: a run of printable ASCII appended at the
 					// end of the line.
 					j := i + 1
@@ -223,8 +239,10 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 					if c.flags&fNextArg == 0 {
 						c.param = min(c.param*10+int(b-'0'), maxParam)
 					}
+					c.sv = min(c.sv*10+int(b-'0'), maxParam)
 				case b <= ';': // ':' or ';'
 					c.flags |= fNextArg
+					c.sgrParam(b == ':')
 				default: // < = > ?
 					if c.n == 1 {
 						c.flags |= fPrivate
@@ -353,6 +371,7 @@ func (c *Converter) newline(dst []byte) []byte {
 	c.shown = c.shown[:0]
 	c.cur = 0
 	c.cr = false
+	c.hid = false
 	return dst
 }
 
@@ -363,8 +382,67 @@ func (c *Converter) applyCR() {
 	}
 }
 
-// put writes r at the cursor and advances it.
+// sgrParam takes the CSI parameter just read (c.sv), ended by ':' when colon,
+// and records in c.sgr whether the sequence, if it turns out to be an SGR,
+// turns concealment on or off. Sub-parameters after ':' and the arguments of
+// an extended colour (38;5;n, 38;2;r;g;b) are skipped.
+func (c *Converter) sgrParam(colon bool) {
+	v := c.sv
+	c.sv = 0
+	switch {
+	case c.grp: // a sub-parameter; ';' ends the group
+		c.grp = colon
+		return
+	case c.ext == 1: // colour mode: 5 takes one argument, 2 takes three
+		switch v {
+		case 5:
+			c.ext = 2
+		case 2:
+			c.ext = 4
+		default:
+			c.ext = 0
+		}
+		c.grp = colon
+		return
+	case c.ext > 1:
+		c.ext--
+		if c.ext == 1 {
+			c.ext = 0
+		}
+		c.grp = colon
+		return
+	}
+	c.grp = colon
+	switch v {
+	case 0, 28:
+		c.sgr = -1
+	case 8:
+		c.sgr = 1
+	case 38, 48, 58:
+		if !colon {
+			c.ext = 1
+		}
+	}
+}
+
+// put writes r at the cursor and advances it; concealed text shows as one
+// HiddenText marker per run.
 func (c *Converter) put(dst []byte, r rune) []byte {
+	if c.conceal {
+		if c.hid {
+			return dst
+		}
+		c.hid = true
+		for _, m := range HiddenText {
+			dst = c.putCell(dst, m)
+		}
+		return dst
+	}
+	return c.putCell(dst, r)
+}
+
+// putCell writes r at the cursor and advances it.
+func (c *Converter) putCell(dst []byte, r rune) []byte {
 	c.applyCR()
 	if c.cur >= maxLine {
 		// The line is full: emit it as it stands and start a new segment.
@@ -460,6 +538,7 @@ func (c *Converter) escFinal(dst []byte, b byte) []byte {
 	case '[':
 		c.st = sCSI
 		c.n, c.param, c.flags = 0, 0, 0
+		c.sv, c.sgr, c.grp, c.ext = 0, 0, false, 0
 	case ']':
 		c.st, c.osc = sStr, true
 	case 'P', 'X', '^', '_':
@@ -491,6 +570,11 @@ func (c *Converter) csiFinal(dst []byte, b byte) []byte {
 	}
 	n := c.param
 	switch b {
+	case 'm':
+		c.sgrParam(false)
+		if on := c.sgr > 0; c.sgr != 0 && on != c.conceal {
+			c.conceal, c.hid = on, false
+		}
 	case 'K': // erase in line
 		c.applyCR()
 		switch n {

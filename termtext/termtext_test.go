@@ -44,6 +44,18 @@ var convertTests = []struct {
 	{"screen clear ignored", "a\x1b[2J\x1b[Hb\n", "ab\n"},
 	{"cursor up ignored", "a\x1b[3Ab\n", "ab\n"},
 
+	// Concealed text (SGR 8) is what a human cannot see (EDGE 44).
+	{"concealed", "vis \x1b[8mHIDDEN\x1b[0m end\r\n", "vis [hidden text] end\n"},
+	{"concealed ended by 28", "a\x1b[8mb c\x1b[28md\n", "a[hidden text]d\n"},
+	{"concealed ended by empty sgr", "\x1b[1;8msecret\x1b[mok\n", "[hidden text]ok\n"},
+	{"concealed with utf8 and tab", "\x1b[8m\xc3\xa9\t\xe2\x82\xac\x1b[0m.\n", "[hidden text].\n"},
+	{"concealed across lines", "\x1b[8mone\r\ntwo\x1b[m three\n", "[hidden text]\n[hidden text] three\n"},
+	{"concealed twice", "\x1b[8ma\x1b[0m-\x1b[8mb\x1b[0m\n", "[hidden text]-[hidden text]\n"},
+	{"conceal after colour args", "\x1b[38;5;1;8mx\x1b[0m\n", "[hidden text]\n"},
+	{"colour 8 is not conceal", "\x1b[38;5;8mx\x1b[48;2;8;8;8my\x1b[38:5:8mz\x1b[58:2::8:8:8mw\x1b[m\n", "xyzw\n"},
+	{"private m is not sgr", "\x1b[>8mx\n", "x\n"},
+	{"conceal on unchanged by other sgr", "\x1b[8mx\x1b[31my\x1b[0mz\n", "[hidden text]z\n"},
+
 	// Strings.
 	{"osc title bel", "\x1b]0;user@host: ~\a$ ", "$ "},
 	{"osc title st", "\x1b]2;title\x1b\\ok\n", "ok\n"},
