@@ -62,6 +62,15 @@ func TestRecordingFailureCostsOnlyTheTranscript(t *testing.T) {
 			if err != nil || r.Output != "fine\n" || r.State != StateExited {
 				t.Fatalf("session affected: %+v, %v", r, err)
 			}
+			// The recorder creates its files in its own goroutine, after Exec may have
+			// returned: wait until it has tried (ready), not for the call.
+			s, err := m.lookup(r.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.rec != nil {
+				<-s.rec.ready
+			}
 			if got := strings.Contains(logs.String(), "transcript: not recording"); got != tc.log {
 				t.Errorf("logged %v, want %v: %s", got, tc.log, logs.String())
 			}
