@@ -20,9 +20,10 @@ const DefaultMaxLine = 16 << 20
 // writer (stdin and stdout for `ptyhub mcp`).
 //
 // Unlike the SDK's StdioTransport, a bad line does not end the connection (EDGE 64, 65):
-// a line that is not JSON is answered with a parse error (-32700, id null), a JSON value
-// that is not a JSON-RPC message or a batch with -32600, and a line longer than MaxLine is
-// discarded up to its newline and answered with -32600; then serving goes on.
+// a line that is not JSON is answered with a parse error (-32700, id null); a JSON value
+// that is not a JSON-RPC message, a batch, or a request with a null id with -32600; a
+// line longer than MaxLine is discarded up to its newline and answered with -32600; then
+// serving goes on.
 type LineTransport struct {
 	In  io.Reader
 	Out io.Writer
@@ -181,6 +182,12 @@ func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
 		c.replyError(nil, jsonrpc.CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported")
 		return nil, false
 	}
+	if bytes.Contains(line, []byte("null")) && nullIDRequest(line) {
+		// The SDK would take it for a notification and never answer; MCP forbids a null
+		// request id, and JSON-RPC answers an invalid request with -32600.
+		c.replyError(nil, jsonrpc.CodeInvalidRequest, "invalid request: the id must be a string or a number, not null")
+		return nil, false
+	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
 		var probe struct {
@@ -195,6 +202,18 @@ func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
 		return nil, false
 	}
 	return msg, true
+}
+
+// nullIDRequest reports whether line is a request (it has a method) whose id is null.
+func nullIDRequest(line []byte) bool {
+	var probe struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	if json.Unmarshal(line, &probe) != nil {
+		return false
+	}
+	return probe.Method != nil && string(probe.ID) == "null"
 }
 
 // replyError writes an error response for a line that never reached the server. id nil

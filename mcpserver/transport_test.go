@@ -94,6 +94,8 @@ func TestTransportBadLines(t *testing.T) {
 		{`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, "null", -32600},
 		{`{"jsonrpc":"1.0","id":7,"method":"ping"}`, "7", -32600},
 		{`{"id":"x"}`, `"x"`, -32600},
+		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, "null", -32600},
+		{`{"jsonrpc":"2.0","method":"tools/list","id":null,"params":{}}`, "null", -32600},
 	}
 	for _, tt := range tests {
 		r.send(tt.line)
