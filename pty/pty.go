@@ -31,6 +31,10 @@ type Attrs struct {
 	ICRNL     bool // CR is mapped to NL on input
 	EOF       byte // VEOF character (usually ^D)
 	Intr      byte // VINTR character (usually ^C)
+	IXON      bool // output flow control: VSTOP (^S) stops output until VSTART (^Q)
+	IXANY     bool // with IXON, any input character restarts stopped output
+	Stop      byte // VSTOP character (usually ^S)
+	Start     byte // VSTART character (usually ^Q)
 }
 
 // Open allocates a new pseudo-terminal of rows×cols (at least 1×1) and returns its master
@@ -62,6 +66,11 @@ func (m *Master) Size() (rows, cols int, err error) { return m.size() }
 
 // Attrs reads the terminal's current flags.
 func (m *Master) Attrs() (Attrs, error) { return m.attrs() }
+
+// SetFlowControl turns output flow control (IXON) on or off in the terminal's settings.
+// With it off, a ^S typed into the terminal is passed to the program as a byte instead
+// of stopping all output until ^Q.
+func (m *Master) SetFlowControl(on bool) error { return m.setFlowControl(on) }
 
 // ForegroundPgrp returns the terminal's foreground process group.
 func (m *Master) ForegroundPgrp() (int, error) { return m.foregroundPgrp() }

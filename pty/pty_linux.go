@@ -95,10 +95,32 @@ func (m *Master) attrs() (a Attrs, err error) {
 			ICRNL:     t.Iflag&unix.ICRNL != 0,
 			EOF:       t.Cc[unix.VEOF],
 			Intr:      t.Cc[unix.VINTR],
+			IXON:      t.Iflag&unix.IXON != 0,
+			IXANY:     t.Iflag&unix.IXANY != 0,
+			Stop:      t.Cc[unix.VSTOP],
+			Start:     t.Cc[unix.VSTART],
 		}
 		return nil
 	})
 	return a, err
+}
+
+func (m *Master) setFlowControl(on bool) error {
+	return m.control(func(fd int) error {
+		t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+		if err != nil {
+			return fmt.Errorf("tcgetattr: %w", err)
+		}
+		if on {
+			t.Iflag |= unix.IXON
+		} else {
+			t.Iflag &^= unix.IXON
+		}
+		if err := unix.IoctlSetTermios(fd, unix.TCSETS, t); err != nil {
+			return fmt.Errorf("tcsetattr: %w", err)
+		}
+		return nil
+	})
 }
 
 func (m *Master) foregroundPgrp() (pgrp int, err error) {

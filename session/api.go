@@ -154,22 +154,26 @@ const (
 // Result is what exec_command, write_stdin and read_output return: the structuredContent
 // of SPEC §4, also printed by `ptyhub exec --json`.
 type Result struct {
-	SessionID          string     `json:"session_id"`
-	UUID               string     `json:"uuid"`
-	State              string     `json:"state"`
-	ExitCode           *int       `json:"exit_code,omitempty"`
-	Signal             string     `json:"signal,omitempty"`
-	CoreDumped         bool       `json:"core_dumped,omitempty"`
-	TimedOut           bool       `json:"timed_out"`
-	ReturnedBecause    string     `json:"returned_because"`
-	WallTimeMs         float64    `json:"wall_time_ms"`
-	Output             string     `json:"output"`
-	OriginalTokenCount *int       `json:"original_token_count,omitempty"`
-	TruncatedRange     *[2]int64  `json:"truncated_range,omitempty"`
-	NextOffset         int64      `json:"next_offset"`
-	PasswordPrompt     bool       `json:"password_prompt"`
-	HumanInputBytes    int64      `json:"human_input_bytes"`
-	Survivors          []Survivor `json:"survivors,omitempty"`
+	SessionID          string    `json:"session_id"`
+	UUID               string    `json:"uuid"`
+	State              string    `json:"state"`
+	ExitCode           *int      `json:"exit_code,omitempty"`
+	Signal             string    `json:"signal,omitempty"`
+	CoreDumped         bool      `json:"core_dumped,omitempty"`
+	TimedOut           bool      `json:"timed_out"`
+	ReturnedBecause    string    `json:"returned_because"`
+	WallTimeMs         float64   `json:"wall_time_ms"`
+	Output             string    `json:"output"`
+	OriginalTokenCount *int      `json:"original_token_count,omitempty"`
+	TruncatedRange     *[2]int64 `json:"truncated_range,omitempty"`
+	NextOffset         int64     `json:"next_offset"`
+	PasswordPrompt     bool      `json:"password_prompt"`
+	HumanInputBytes    int64     `json:"human_input_bytes"`
+	// OutputStopped: a ^S (XOFF) was typed while the terminal has flow control on, so the
+	// terminal shows no output until a ^Q (XON). Only profile "plain" starts with flow
+	// control on.
+	OutputStopped bool       `json:"output_stopped,omitempty"`
+	Survivors     []Survivor `json:"survivors,omitempty"`
 	// DurationMs is how long the program ran, once it has exited.
 	DurationMs float64 `json:"duration_ms,omitempty"`
 	// MissedBytes counts output that left memory before this call could read it.
@@ -219,6 +223,8 @@ type Info struct {
 	TTY        bool    `json:"tty"`
 	OutputSize int64   `json:"output_bytes"`
 	IdleMs     float64 `json:"idle_ms"`
+	// OutputStopped: see Result.OutputStopped.
+	OutputStopped bool `json:"output_stopped,omitempty"`
 }
 
 // ListResult is what list_sessions returns.

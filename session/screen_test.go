@@ -194,3 +194,57 @@ func TestHiddenTextNotShown(t *testing.T) {
 		t.Errorf("raw view %q lost the bytes", raw.Output)
 	}
 }
+
+// TestCtrlSDoesNotFreezeAgentSessions: in profile agent a ^S reaches the program as a
+// byte; output keeps flowing.
+func TestCtrlSDoesNotFreezeAgentSessions(t *testing.T) {
+	t.Parallel()
+	_, c := scNewClient(t)
+	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", `IFS= read -r x; printf 'got %q\n' "$x"; for i in 1 2 3; do echo line$i; done`}, YieldTimeMs: ptr(20000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\u0013ok\n", YieldTimeMs: ptr(20000), WaitFor: "line3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(w.Output, `got $'\023ok'`) || !strings.Contains(w.Output, "line3") || w.OutputStopped {
+		t.Fatalf("after ^S: %q (stopped %v)", w.Output, w.OutputStopped)
+	}
+	scUntilExit(t, c, w)
+}
+
+// TestCtrlSReportedInPlainProfile: profile plain keeps flow control, so a ^S stops the
+// output; the result and the listing say so, and ^Q resumes.
+func TestCtrlSReportedInPlainProfile(t *testing.T) {
+	t.Parallel()
+	_, c := scNewClient(t)
+	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"cat"}, Profile: ProfilePlain, YieldTimeMs: ptr(20000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\u0013", YieldTimeMs: ptr(20000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.OutputStopped || !slices.ContainsFunc(w.Warnings, func(s string) bool { return strings.Contains(s, "output is stopped") }) {
+		t.Errorf("after ^S: stopped %v, warnings %q", w.OutputStopped, w.Warnings)
+	}
+	l, err := c.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(l.Sessions, func(i Info) bool { return i.SessionID == r.SessionID }); i < 0 || !l.Sessions[i].OutputStopped {
+		t.Errorf("listing does not say the output is stopped: %+v", l.Sessions)
+	}
+	w, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\u0011hi\n", YieldTimeMs: ptr(20000), WaitFor: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.OutputStopped || !strings.Contains(w.Output, "hi") {
+		t.Errorf("after ^Q: stopped %v, output %q", w.OutputStopped, w.Output)
+	}
+	if _, err := c.Kill(context.Background(), KillRequest{SessionID: r.SessionID}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -87,6 +87,9 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 		}
 	}
 	r.HumanInputBytes = s.takeHumanInput()
+	if r.OutputStopped = s.outputStopped(); r.OutputStopped {
+		warns = append(warns, "output is stopped: a ^S (XOFF) was typed and the terminal has flow control on; send \u0011 (C-q) to resume")
+	}
 	r.Notices = c.notices(skip, warns)
 	r.WallTimeMs = float64(time.Since(t0).Microseconds()) / 1000
 	return r
@@ -423,6 +426,7 @@ func (c *Client) List(ctx context.Context) (*ListResult, error) {
 		s.mu.Unlock()
 		info.LastLine = s.lastLine()
 		info.Clients = s.att.count()
+		info.OutputStopped = s.outputStopped()
 		out.Sessions = append(out.Sessions, info)
 	}
 	out.Notices = c.notices(nil, nil)

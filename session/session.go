@@ -79,6 +79,8 @@ type Session struct {
 	scr *screenState // screen.go: terminal emulator, query answers, screen view
 	rec *recorder    // record.go: asciicast transcript on disk
 	att attachState  // attach.go: attached human clients
+
+	xoff atomic.Bool // a ^S stopped the terminal's output (noteFlow)
 }
 
 // writeJob is one message for the writer goroutine.
@@ -109,6 +111,15 @@ func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
 		s.master, s.output = master, master
 		childIn, childOut = slave, slave
 		spec.Ctty = true
+		if s.profile == ProfileAgent {
+			// A ^S in an agent's input (a key, pasted text) must not stop all output
+			// with no sign: the program gets the byte instead.
+			if err := master.SetFlowControl(false); err != nil {
+				master.Close()
+				slave.Close()
+				return err
+			}
+		}
 	} else {
 		inR, inW, err := os.Pipe()
 		if err != nil {
@@ -245,6 +256,7 @@ func (s *Session) writeLoop() {
 			}
 		}
 		var err error
+		s.noteFlow(job.data)
 		s.noteInput(job.data, s.inputHidden())
 		for p := job.data; len(p) > 0 && err == nil; {
 			chunk := p[:min(len(p), 4096)]
@@ -263,6 +275,42 @@ func (s *Session) writeLoop() {
 		}
 		job.done <- err
 	}
+}
+
+// noteFlow follows output flow control through the input: with IXON on, VSTOP stops
+// the terminal's output and VSTART (or, with IXANY, any byte) restarts it. Called by the
+// writer before data is written; every byte to the terminal goes through the writer.
+func (s *Session) noteFlow(data []byte) {
+	if !s.tty {
+		return
+	}
+	a, err := s.master.Attrs()
+	if err != nil {
+		return
+	}
+	if !a.IXON {
+		s.xoff.Store(false) // clearing IXON restarts stopped output
+		return
+	}
+	stopped := s.xoff.Load()
+	for _, b := range data {
+		switch {
+		case b == a.Stop && a.Stop != 0:
+			stopped = true
+		case b == a.Start && a.Start != 0, stopped && a.IXANY:
+			stopped = false
+		}
+	}
+	s.xoff.Store(stopped)
+}
+
+// outputStopped reports whether the terminal's output is stopped by a ^S (see noteFlow).
+func (s *Session) outputStopped() bool {
+	if !s.tty || !s.xoff.Load() || s.isExited() {
+		return false
+	}
+	a, err := s.master.Attrs()
+	return err == nil && a.IXON
 }
 
 // failQueue ends every queued job: the session is gone.
