@@ -1,11 +1,13 @@
 package ptyhub_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -538,13 +540,28 @@ func TestServerSocketSecurity(t *testing.T) {
 	sock := filepath.Join(dir, "s.sock")
 	srv := osexec.Command(h.bin, "serve", "--socket", sock)
 	srv.Env = h.env
-	var logb bytes.Buffer
-	srv.Stderr = &logb
+	logr, logw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Stderr = logw
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() }()
-	svWait(t, "the second server", func() bool { _, err := os.Stat(sock); return err == nil })
+	logw.Close()
+	defer func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait(); logr.Close() }()
+	// Wait for "serving", logged once the socket has its final mode: the socket file
+	// exists from bind on, and a chmod before the server's own would be undone.
+	for br := bufio.NewReader(logr); ; {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the second server did not start: %v", err)
+		}
+		if strings.Contains(line, "serving") {
+			break
+		}
+	}
+	go io.Copy(io.Discard, logr)
 	os.Chmod(sock, 0o666) // only the peer check is left
 	out, code := asNobody(sock)
 	if code == 0 || !strings.Contains(out, "does not serve uid 65534") {
