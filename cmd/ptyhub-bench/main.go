@@ -12,7 +12,8 @@
 // (send-keys + capture-pane polling) and pexpect (in-process Python); exec_command of
 // python3 -q until its first prompt; 100 concurrent exec_command calls (p50, p99); the
 // CLI's start (`ptyhub version` against a hello-world Go binary, and its slowest package
-// init); optionally a flood through a session (-flood BYTES) against a bare pty read loop.
+// init); -idle idle sessions (memory per session, exec latency with them alive);
+// optionally a flood through a session (-flood BYTES) against a bare pty read loop.
 package main
 
 import (
@@ -42,6 +43,7 @@ func main() {
 	bin := flag.String("ptyhub", "", "ptyhub binary (default: go build ./cmd/ptyhub into a temp dir)")
 	flood := flag.Int64("flood", 0, "also measure a flood of this many bytes (e.g. 1073741824)")
 	mcpArgs := flag.String("mcp-args", "", "extra arguments for `ptyhub mcp`, e.g. --embedded")
+	idle := flag.Int("idle", 1000, "idle sessions to start for the memory and latency-under-load figure (0: skip)")
 	inits := flag.Bool("check-inits", false, "only check that no package init of ptyhub takes over 1 ms (for CI), then exit")
 	flag.Parse()
 	if *inits {
@@ -52,7 +54,7 @@ func main() {
 		}
 		return
 	}
-	if err := withBinary(*bin, func(bin, dir string) error { return run(*n, bin, dir, *flood, *mcpArgs) }); err != nil {
+	if err := withBinary(*bin, func(bin, dir string) error { return run(*n, bin, dir, *flood, *idle, *mcpArgs) }); err != nil {
 		fmt.Fprintln(os.Stderr, "ptyhub-bench:", err)
 		os.Exit(1)
 	}
@@ -96,7 +98,7 @@ func withBinary(bin string, f func(bin, dir string) error) error {
 	return f(bin, dir)
 }
 
-func run(n int, bin, dir string, flood int64, mcpArgs string) error {
+func run(n int, bin, dir string, flood int64, idle int, mcpArgs string) error {
 	ctx := context.Background()
 	args := []string{"mcp"}
 	if mcpArgs != "" {
@@ -118,7 +120,8 @@ func run(n int, bin, dir string, flood int64, mcpArgs string) error {
 		}
 	}()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "PTYHUB_SOCKET="+socket, "XDG_STATE_HOME="+stateDir)
+	cmd.Env = append(os.Environ(), "PTYHUB_SOCKET="+socket, "XDG_STATE_HOME="+stateDir, "PTYHUB_MAX_SESSIONS="+strconv.Itoa(max(64, idle+100)))
+	embedded := strings.Contains(mcpArgs, "--embedded")
 	cmd.Stderr = os.Stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "ptyhub-bench", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -277,6 +280,25 @@ func run(n int, bin, dir string, flood int64, mcpArgs string) error {
 		wg.Wait()
 		figs = append(figs, figure{name: "100 concurrent exec_command `echo`", prod: lat,
 			note: fmt.Sprintf("p50 %s ms, p99 %s ms, p99/p50 %.2f, wrong results %d", ms(pct(lat, 50)), ms(pct(lat, 99)), float64(pct(lat, 99))/float64(pct(lat, 50)), bad)})
+	}
+
+	if idle > 0 {
+		managerPid := func() int {
+			if embedded {
+				return cmd.Process.Pid
+			}
+			b, err := os.ReadFile(socket + ".lock")
+			if err != nil {
+				return 0
+			}
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			return pid
+		}
+		f, err := idleSessions(idle, min(n, 100), managerPid, call)
+		if err != nil {
+			return err
+		}
+		figs = append(figs, f)
 	}
 
 	if flood > 0 {

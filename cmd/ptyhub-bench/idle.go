@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// idleSessions starts count idle sessions (`sleep 3600`) through MCP and reports what
+// each costs the processes that hold them (the manager and its reaper: the server, or
+// `ptyhub mcp` itself with --embedded), and exec_command latency of /bin/true with them
+// alive against the same figure before they started. managerPid finds the manager's pid
+// once it runs. The sessions are removed at the end.
+func idleSessions(count, samples int, managerPid func() int, call func(string, map[string]any) (map[string]any, error)) (figure, error) {
+	execTrue := func() ([]time.Duration, error) {
+		var d []time.Duration
+		for i := 0; i < samples+5; i++ {
+			t0 := time.Now()
+			r, err := call("exec_command", map[string]any{"argv": []string{"/bin/true"}})
+			el := time.Since(t0)
+			if err != nil {
+				return nil, err
+			}
+			call("kill_session", map[string]any{"session_id": r["session_id"], "remove": true})
+			if i >= 5 {
+				d = append(d, el)
+			}
+		}
+		return d, nil
+	}
+	before, err := execTrue()
+	if err != nil {
+		return figure{}, err
+	}
+	pid := managerPid()
+	if pid <= 0 {
+		return figure{}, fmt.Errorf("idle sessions: cannot find the manager's pid")
+	}
+	rss0 := treeRSS(pid)
+	var ids []any
+	defer func() {
+		for _, id := range ids {
+			call("kill_session", map[string]any{"session_id": id, "remove": true})
+		}
+	}()
+	for range count {
+		r, err := call("exec_command", map[string]any{"argv": []string{"sleep", "3600"}, "yield_time_ms": 0})
+		if err != nil {
+			return figure{}, fmt.Errorf("idle session %d: %w", len(ids)+1, err)
+		}
+		ids = append(ids, r["session_id"])
+	}
+	rss1 := treeRSS(pid)
+	after, err := execTrue()
+	if err != nil {
+		return figure{}, err
+	}
+	per := float64(rss1-rss0) / 1024 / float64(count)
+	return figure{
+		name:      fmt.Sprintf("exec_command `/bin/true` with %d idle sessions alive", count),
+		floorName: "the same, before they started",
+		floor:     before, prod: after,
+		note: fmt.Sprintf("manager + reaper RSS %.1f KiB per idle session (%d → %d MiB)", per, rss0>>20, rss1>>20),
+	}, nil
+}
+
+// treeRSS is the resident memory of pid and of its direct children that are ptyhub
+// processes (the reaper), not the sessions' programs.
+func treeRSS(pid int) int64 {
+	total := procRSS(pid)
+	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	for _, f := range strings.Fields(string(kids)) {
+		k, _ := strconv.Atoi(f)
+		if e, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", k)); e == exe {
+			total += procRSS(k)
+		}
+	}
+	return total
+}
+
+func procRSS(pid int) int64 {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range bytes.SplitSeq(st, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+			if f := bytes.Fields(v); len(f) > 0 {
+				kb, _ := strconv.ParseInt(string(f[0]), 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
