@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ptyhub/ptyhub/transcript"
 )
 
 // maxSunPath is the longest socket path bind accepts (sun_path is 108 bytes with a NUL).
@@ -36,17 +38,11 @@ func defaultSocketPath() string {
 	return filepath.Join(os.TempDir(), "ptyhub-"+strconv.Itoa(os.Getuid()), "server.sock")
 }
 
-// StateDir returns the directory for the server's log: $XDG_STATE_HOME/ptyhub, else
-// ~/.local/state/ptyhub. It creates nothing.
+// StateDir returns ptyhub's state directory, where the server's log goes: the one
+// resolver, transcript.StateDir.
 func StateDir() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "ptyhub")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return filepath.Join(os.TempDir(), "ptyhub-"+strconv.Itoa(os.Getuid()), "state")
-	}
-	return filepath.Join(home, ".local", "state", "ptyhub")
+	d, _ := transcript.StateDir()
+	return d
 }
 
 // prepareDir makes sure dir exists and is safe for the socket: created with mode 0700

@@ -147,3 +147,43 @@ func TestConcurrentListen(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// One state directory for everything: the server's log and the manager's transcripts
+// agree, also without $HOME (before: transcripts failed there while the server fell back
+// to $TMPDIR/ptyhub-UID/state).
+func TestOneStateDir(t *testing.T) {
+	tmp := t.TempDir()
+	home := filepath.Join(tmp, "home")
+	uid := strconv.Itoa(os.Getuid())
+	for _, tt := range []struct {
+		name, xdg, home, want string
+	}{
+		{"xdg", filepath.Join(tmp, "xdg"), home, filepath.Join(tmp, "xdg", "ptyhub")},
+		{"home", "", home, filepath.Join(home, ".local", "state", "ptyhub")},
+		{"relative xdg", "rel", home, filepath.Join(home, ".local", "state", "ptyhub")},
+		{"no home", "", "", filepath.Join(tmp, "ptyhub-"+uid, "state")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("XDG_STATE_HOME", tt.xdg)
+			t.Setenv("HOME", tt.home)
+			t.Setenv("TMPDIR", tmp)
+			if got := StateDir(); got != tt.want {
+				t.Errorf("server.StateDir() = %q, want %q", got, tt.want)
+			}
+			m, err := session.NewManager(session.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			y := int64(20_000)
+			r, err := m.NewClient("t").Exec(context.Background(), session.ExecRequest{Cmd: "echo recorded", YieldTimeMs: &y})
+			m.Close(context.Background()) // waits for the transcript writer
+			if err != nil {
+				t.Fatal(err)
+			}
+			cast := filepath.Join(tt.want, "sessions", r.UUID+".cast")
+			if _, err := os.Stat(cast); err != nil {
+				t.Errorf("the transcript is not in the state directory: %v", err)
+			}
+		})
+	}
+}

@@ -64,6 +64,9 @@ type Manager struct {
 	poolSeq  int                         // names the private pools of clients
 	live     int                         // sessions whose exit is not yet recorded
 	closed   bool
+	// starts counts starts under way; added to only under mu while !closed, so Close
+	// can wait for them after setting closed.
+	starts sync.WaitGroup
 
 	recs recorders // record.go: live transcript writers; Close waits for them
 
@@ -174,10 +177,16 @@ func (m *Manager) NewClientFor(name string, caller Caller) (*Client, error) {
 	return &Client{m: m, name: name, caller: caller, pool: m.privatePool()}, nil
 }
 
-// Close ends every session (whole process trees) and the reaper, then returns.
+// Close ends every session (whole process trees) and the reaper, then returns. Starts
+// that began before it complete first and their sessions are ended too; later starts fail.
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
 	m.closed = true
+	m.mu.Unlock()
+	// No start can begin now (it checks closed under m.mu); wait for those under way, so
+	// their sessions are in the map and the reaper, if one of them started it, is set.
+	m.starts.Wait()
+	m.mu.Lock()
 	all := make([]*Session, 0, len(m.sessions))
 	for _, s := range m.sessions {
 		all = append(all, s)
@@ -417,6 +426,14 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 			return nil, nil, fmt.Errorf("%w: the command contains a NUL byte", ErrInvalid)
 		}
 	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, nil, errors.New("session: manager is closed")
+	}
+	m.starts.Add(1) // Close waits for this start to finish
+	m.mu.Unlock()
+	defer m.starts.Done()
 	pool := owner.pool
 	warns, err := m.admit(pool)
 	if err != nil {
@@ -530,7 +547,9 @@ func (c *Client) notices(skip *Session, warns []string) Notices {
 }
 
 // Close ends the sessions this client started, unless keep is true (then they stay with
-// the manager for a human to find).
+// the manager for a human to find). It waits until their processes are gone, or until
+// ctx ends (then it returns an error wrapping the context's cause while the kills go
+// on).
 func (c *Client) Close(ctx context.Context, keep bool) error {
 	c.m.mu.Lock()
 	var mine []*Session
@@ -551,11 +570,18 @@ func (c *Client) Close(ctx context.Context, keep bool) error {
 	var wg sync.WaitGroup
 	for _, s := range mine {
 		if !s.isExited() {
-			wg.Go(func() { s.kill(false) })
+			wg.Go(func() { s.kill(false) }) // ends when the session's processes are gone
 		}
 	}
-	wg.Wait()
-	return nil
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		// The kills carry on; the caller stops waiting for them.
+		return fmt.Errorf("session: closing client %q: %w", c.name, context.Cause(ctx))
+	}
 }
 
 // endedRecord describes the session's end; the exit status must be recorded.

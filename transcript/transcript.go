@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -60,17 +61,19 @@ const (
 // transcript, e.g. "[session ended: exited with code 0]".
 const EndPrefix = "[session ended: "
 
-// StateDir returns ptyhub's state directory: $XDG_STATE_HOME/ptyhub, else
-// ~/.local/state/ptyhub. It does not create it.
+// StateDir returns ptyhub's state directory, the one place every part of ptyhub (the
+// server's log, transcripts, the session registry) resolves it: $XDG_STATE_HOME/ptyhub
+// when that is an absolute path, else ~/.local/state/ptyhub, else (no home directory)
+// $TMPDIR/ptyhub-$UID/state. It does not create it. The error is always nil; it stays in
+// the signature for callers that handle one.
 func StateDir() (string, error) {
 	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(d, "ptyhub"), nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("transcript: no state directory: %w", err)
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		return filepath.Join(home, ".local", "state", "ptyhub"), nil
 	}
-	return filepath.Join(home, ".local", "state", "ptyhub"), nil
+	return filepath.Join(os.TempDir(), "ptyhub-"+strconv.Itoa(os.Getuid()), "state"), nil
 }
 
 // SessionsDir returns the directory of transcripts under stateDir (the

@@ -1,0 +1,94 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lcProcs returns the pids of live processes whose environment holds kv.
+func lcProcs(kv string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(append([]byte{0}, b...), []byte("\x00"+kv+"\x00")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Client.Close stops waiting when its context ends, and says so; the kill goes on.
+func TestClientCloseHonoursContext(t *testing.T) {
+	t.Parallel()
+	m, err := NewManager(Options{NoRecord: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	c := m.NewClient("t")
+	y := int64(20_000)
+	// Ignores HUP and TERM: only the SIGKILL round, 2 s later, ends it.
+	r, err := c.Exec(context.Background(), ExecRequest{Cmd: "trap '' HUP TERM; echo ready; exec sleep 1000", WaitFor: "ready", YieldTimeMs: &y})
+	if err != nil || r.State != StateRunning {
+		t.Fatalf("exec: %v %+v", err, r)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Close(ctx, false); !errors.Is(err, context.Canceled) {
+		t.Errorf("Close with a cancelled context: %v, want context.Canceled", err)
+	}
+	// The kill went on: a poll waits for the exit.
+	r, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, YieldTimeMs: &y})
+	if err != nil || r.State != StateExited {
+		t.Errorf("after Close: %v %+v, want the session ended", err, r)
+	}
+}
+
+// Manager.Close racing a manager's first start: either the start fails, or its session
+// is ended by Close; nothing it started outlives Close (and -race sees no unsynchronised
+// access to the reaper).
+func TestManagerCloseRacesFirstStart(t *testing.T) {
+	t.Parallel()
+	for i := range 10 {
+		marker := fmt.Sprintf("PTYHUB_LC_MARKER=%d-%d", os.Getpid(), i)
+		m, err := NewManager(Options{NoRecord: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		zero := int64(0)
+		k, v, _ := bytes.Cut([]byte(marker), []byte("="))
+		started := make(chan error, 1)
+		go func() {
+			_, err := m.NewClient("t").Exec(context.Background(), ExecRequest{Argv: []string{"sleep", "1000"},
+				Env: map[string]string{string(k): string(v)}, YieldTimeMs: &zero})
+			started <- err
+		}()
+		// Not synchronisation: each round lets the start get a little further before
+		// Close, so some rounds land in the window (between the start's admission and the
+		// reaper it starts). The assertions hold in every round.
+		time.Sleep(time.Duration(i) * 250 * time.Microsecond)
+		if err := m.Close(context.Background()); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		<-started
+		if pids := lcProcs(marker); len(pids) > 0 {
+			t.Errorf("round %d: processes %v outlived Manager.Close", i, pids)
+			for _, pid := range pids {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
