@@ -2,6 +2,7 @@ package ptyhub_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	osexec "os/exec"
@@ -183,5 +184,35 @@ func TestServerKillRmMany(t *testing.T) {
 	h.ok("rm", "--all")
 	if l := list(); len(l) != 0 {
 		t.Errorf("after rm --all: %v", l)
+	}
+}
+
+// TestCloseManySessions: closing a manager with hundreds of running sessions, each with
+// a background child, ends every process of every one of them.
+func TestCloseManySessions(t *testing.T) {
+	t.Parallel()
+	m, err := session.NewManager(session.Options{MaxSessions: 5000, NoRecord: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.NewClient("t")
+	tag := "PTYHUB_TEST_CLOSE_MANY=" + strconv.Itoa(os.Getpid())
+	const n = 300
+	for i := range n {
+		r, err := c.Exec(context.Background(), session.ExecRequest{Cmd: "sleep 1000 & exec sleep 1000",
+			Env: map[string]string{"PTYHUB_TEST_CLOSE_MANY": strconv.Itoa(os.Getpid())}, YieldTimeMs: ms(0)})
+		if err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+		if r.State != session.StateRunning {
+			t.Fatalf("session %d: %s", i, r.State)
+		}
+	}
+	svWait(t, "every session's two processes", func() bool { return len(procsWithEnv(tag)) == 2*n })
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if left := procsWithEnv(tag); len(left) > 0 {
+		t.Errorf("%d processes left after Close", len(left))
 	}
 }

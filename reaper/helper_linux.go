@@ -340,12 +340,13 @@ func (h *helper) members(tag string) []*proc {
 	if tag != "" && !known {
 		return nil
 	}
-	// Lookups, not copies: one session's sweep costs O(that session).
+	// Lookups, not copies: one session's sweep costs O(that session). A leader that
+	// exited and is not yet reaped is a zombie, skipped as well (without reading its
+	// /proc entry: when many sessions end at once, most children are such zombies).
 	liveLeader := func(pid int) bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		l := h.leaders[pid]
-		return l != nil && !l.exited
+		return h.leaders[pid] != nil
 	}
 	sidOf := func(sid int) (string, bool) {
 		h.mu.Lock()
