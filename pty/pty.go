@@ -31,6 +31,8 @@ type Attrs struct {
 	ICRNL     bool // CR is mapped to NL on input
 	EOF       byte // VEOF character (usually ^D)
 	Intr      byte // VINTR character (usually ^C)
+	Quit      byte // VQUIT character (usually ^\)
+	Susp      byte // VSUSP character (usually ^Z)
 	IXON      bool // output flow control: VSTOP (^S) stops output until VSTART (^Q)
 	IXANY     bool // with IXON, any input character restarts stopped output
 	Stop      byte // VSTOP character (usually ^S)

@@ -95,6 +95,8 @@ func (m *Master) attrs() (a Attrs, err error) {
 			ICRNL:     t.Iflag&unix.ICRNL != 0,
 			EOF:       t.Cc[unix.VEOF],
 			Intr:      t.Cc[unix.VINTR],
+			Quit:      t.Cc[unix.VQUIT],
+			Susp:      t.Cc[unix.VSUSP],
 			IXON:      t.Iflag&unix.IXON != 0,
 			IXANY:     t.Iflag&unix.IXANY != 0,
 			Stop:      t.Cc[unix.VSTOP],

@@ -1,7 +1,9 @@
 package session
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -246,5 +248,61 @@ func TestCtrlSReportedInPlainProfile(t *testing.T) {
 	}
 	if _, err := c.Kill(context.Background(), KillRequest{SessionID: r.SessionID}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTypeaheadPasswordNotEchoed: a password sent before the program turned echo off
+// (here: stdin given with the command, while it still sleeps) is held until the program
+// reads, so it is neither echoed into the output nor recorded as visible input.
+func TestTypeaheadPasswordNotEchoed(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	m, err := NewManager(Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	c := m.NewClient("t")
+	r, err := c.Exec(context.Background(), ExecRequest{
+		Argv:        []string{"bash", "-c", `sleep 0.3; IFS= read -rs -p 'Password: ' pw; echo; echo "got ${#pw}"; IFS= read -r x; echo "x=$x"`},
+		Stdin:       "hunter2\nvisible\n",
+		YieldTimeMs: ptr(20000), WaitFor: "x=",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := r.Output + scUntilExit(t, c, r)
+	if strings.Contains(out, "hunter2") || !strings.Contains(out, "got 7") || !strings.Contains(out, "x=visible") {
+		t.Errorf("output %q", out)
+	}
+	path, err := m.TranscriptPath(r.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close(context.Background()) // finishes the transcript
+	cast, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(cast, []byte("hunter2")) {
+		t.Errorf("the password is in the transcript:\n%s", cast)
+	}
+}
+
+// TestTypeaheadWithInterrupt: input with a ^C is not held for a program that does not
+// read: the ^C ends it.
+func TestTypeaheadWithInterrupt(t *testing.T) {
+	t.Parallel()
+	_, c := scNewClient(t)
+	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"sleep", "100"}, YieldTimeMs: ptr(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "typed ahead\u0003", YieldTimeMs: ptr(60000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.State != StateExited || w.Signal != "SIGINT" {
+		t.Errorf("sleep: %+v, want ended by SIGINT", w)
 	}
 }

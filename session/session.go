@@ -80,7 +80,8 @@ type Session struct {
 	rec *recorder    // record.go: asciicast transcript on disk
 	att attachState  // attach.go: attached human clients
 
-	xoff atomic.Bool // a ^S stopped the terminal's output (noteFlow)
+	xoff  atomic.Bool // a ^S stopped the terminal's output (noteFlow)
+	ahead waitState   // the writer's own cache for holdTypeahead
 }
 
 // writeJob is one message for the writer goroutine.
@@ -256,6 +257,12 @@ func (s *Session) writeLoop() {
 			}
 		}
 		var err error
+		if !s.holdTypeahead(job) {
+			job.done <- fmt.Errorf("%w: session %d", ErrExited, s.id)
+			s.writing.Add(-int64(len(job.data)))
+			s.failQueue()
+			return
+		}
 		s.noteFlow(job.data)
 		s.noteInput(job.data, s.inputHidden())
 		for p := job.data; len(p) > 0 && err == nil; {

@@ -170,9 +170,30 @@ type fgScan struct {
 }
 
 // scanForeground examines every thread of every process of group pgrp. It stops at the
-// first busy thread.
-func (s *Session) scanForeground(pgrp int) (sc fgScan) {
-	w := &s.wait
+// first busy thread. It uses the detector's cache, s.wait (collectMu held).
+func (s *Session) scanForeground(pgrp int) fgScan { return s.scanForegroundIn(&s.wait, pgrp) }
+
+// readerAhead reports whether the terminal's foreground group is not reading the
+// terminal now: it runs, or sleeps on something else (a child, a timer, a pipe), or no
+// program has taken the terminal yet. Unknown waits count as reading. It uses w, which
+// its caller owns.
+func (s *Session) readerAhead(w *waitState) bool {
+	if w.buf == nil {
+		w.buf = make([]byte, 4096)
+	}
+	if w.dev == 0 && !w.devErr {
+		d, err := s.master.PeerDevice()
+		w.dev, w.devErr = d, err != nil
+	}
+	pgrp, err := s.master.ForegroundPgrp()
+	if err != nil || pgrp <= 0 {
+		return true // the program has not taken the terminal yet
+	}
+	sc := s.scanForegroundIn(w, pgrp)
+	return sc.busy || !sc.found && !sc.maybe
+}
+
+func (s *Session) scanForegroundIn(w *waitState, pgrp int) (sc fgScan) {
 	sc.method = methodRead
 	examined, sawLeader := 0, false
 	// check examines every thread of process pid; false means busy.

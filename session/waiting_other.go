@@ -25,3 +25,6 @@ const waitDetectionAvailable = false
 
 // probeWait never reports waiting on this platform.
 func (s *Session) probeWait() (waitVerdict, string) { return waitNo, "" }
+
+// readerAhead cannot tell on this platform: input is never held.
+func (s *Session) readerAhead(*waitState) bool { return false }
