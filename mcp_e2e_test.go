@@ -40,10 +40,11 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"), bin)
-	cmd.Dir = dir
-	// A private ptyhub server for this test (stopped at cleanup), never the user's.
+	// A private ptyhub server for this test (stopped at cleanup), never the user's; the
+	// agent (and so ptyhub mcp) runs in a project directory, not in the repository.
 	sv := svNew(t)
-	cmd.Env = append(sv.env, "PTYHUB_E2E_MARKER="+marker)
+	cmd.Dir = sv.dir
+	cmd.Env = append(sv.env, "PTYHUB_E2E_MARKER="+marker, "PWD="+sv.dir)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -80,9 +80,7 @@ func TestScreenQueriesAnswered(t *testing.T) {
 // prompt and warns when it gets no answer (EDGE-CASES 45).
 func TestScreenPromptToolkit(t *testing.T) {
 	t.Parallel()
-	if err := osexec.Command("python3", "-c", "import prompt_toolkit").Run(); err != nil {
-		t.Skip("python3-prompt-toolkit is not installed")
-	}
+	testtool.NeedPython(t, "prompt_toolkit")
 	_, c := newClient(t, session.Options{})
 	r := exec(t, c, session.ExecRequest{
 		Argv:    []string{"python3", "-c", "from prompt_toolkit import prompt; print('GOT', prompt('PTK> '))"},
@@ -133,9 +131,7 @@ func TestScreenFullScreenPrograms(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := osexec.LookPath(tc.argv[0]); err != nil {
-				t.Skip(tc.argv[0], "is not installed")
-			}
+			testtool.Need(t, tc.argv[0])
 			r := exec(t, c, session.ExecRequest{Argv: tc.argv, YieldTimeMs: ms(0)})
 			sr := scWaitScreen(t, c, r.SessionID, tc.ready)
 			if sr.Screen.AltScreen != tc.alt || len(sr.Screen.Rows) != 24 {

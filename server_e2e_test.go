@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/pty"
 	"github.com/ptyhub/ptyhub/server"
 	"github.com/ptyhub/ptyhub/session"
@@ -336,7 +337,7 @@ func TestServerReadFollow(t *testing.T) {
 		t.Fatalf("exec: %d\n%s\n%s", code, out, errs)
 	}
 	cmd := osexec.Command(h.bin, "read", "1", "-f")
-	cmd.Env = h.env
+	cmd.Env, cmd.Dir = h.env, h.dir
 	var fo, fe bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &fo, &fe
 	if err := cmd.Start(); err != nil {
@@ -512,9 +513,7 @@ func TestServerSocketSecurity(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root to connect as another user")
 	}
-	if _, err := osexec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv not installed")
-	}
+	testtool.Need(t, "setpriv")
 	h := svNew(t)
 	h.ok("ls")
 	for path, want := range map[string]os.FileMode{filepath.Dir(h.socket): 0o700 | os.ModeDir, h.socket: 0o600 | os.ModeSocket} {
@@ -617,7 +616,7 @@ func TestServerAgentAndHuman(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := osexec.Command(h.bin, "mcp")
-	cmd.Env = h.env
+	cmd.Env, cmd.Dir = append(h.env, "PWD="+h.dir), h.dir
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sv-test", Version: "0"}, nil).
 		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {

@@ -2,10 +2,10 @@ package ptyhub_test
 
 import (
 	"context"
-	osexec "os/exec"
 	"strings"
 	"testing"
 
+	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -26,9 +26,7 @@ func wMsE2E(v int64) *int64 { return &v }
 
 func TestWaitingForInputE2E(t *testing.T) {
 	t.Parallel()
-	if _, err := osexec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	testtool.Need(t, "python3")
 	c := wE2EClient(t)
 	ctx := context.Background()
 

@@ -89,15 +89,26 @@ func connect(t *testing.T, svc session.Service, opts Options) *mcp.ClientSession
 	return cs
 }
 
+// call calls a tool and fails the test on a protocol error. Only from the test's own
+// goroutine (it calls t.Fatalf); other goroutines use callErr.
 func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
 	t.Helper()
+	res, err := callErr(cs, name, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// callErr calls a tool; safe from any goroutine.
+func callErr(cs *mcp.ClientSession, name string, args any) (*mcp.CallToolResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
-		t.Fatalf("%s: protocol error: %v", name, err)
+		return nil, fmt.Errorf("%s: protocol error: %w", name, err)
 	}
-	return res
+	return res, nil
 }
 
 func text(res *mcp.CallToolResult) string {
@@ -352,8 +363,10 @@ func TestConcurrentAndCancel(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res := call(t, cs, "write_stdin", map[string]any{"session_id": fmt.Sprint(i)})
-			if res.IsError {
+			res, err := callErr(cs, "write_stdin", map[string]any{"session_id": fmt.Sprint(i)})
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+			} else if res.IsError {
 				t.Errorf("call %d: %s", i, text(res))
 			}
 		}()
@@ -388,7 +401,12 @@ func TestMaxInFlight(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Add(1)
-		go func() { defer wg.Done(); call(t, cs, "write_stdin", map[string]any{"session_id": "1"}) }()
+		go func() {
+			defer wg.Done()
+			if _, err := callErr(cs, "write_stdin", map[string]any{"session_id": "1"}); err != nil {
+				t.Error(err)
+			}
+		}()
 	}
 	<-started
 	<-started

@@ -3,10 +3,10 @@ package session_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -29,11 +29,7 @@ func wMs(v int64) *int64 { return &v }
 
 func wNeed(t *testing.T, progs ...string) {
 	t.Helper()
-	for _, p := range progs {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s not installed", p)
-		}
-	}
+	testtool.Need(t, progs...)
 }
 
 func wKill(c *session.Client, r *session.Result) {
@@ -123,7 +119,7 @@ func TestWaitingDoesNotFire(t *testing.T) {
 		{name: "shell-waits-on-child", req: session.ExecRequest{Cmd: "echo READY; sleep 30; echo"}, want: session.BecauseDeadline},
 		{name: "pager-waits-on-pipe", req: session.ExecRequest{Cmd: "echo READY; (sleep 30; seq 10) | less"}, need: []string{"less"}, want: session.BecauseDeadline},
 		{name: "no-tty", req: session.ExecRequest{Cmd: "echo READY; exec cat", TTY: &noTTY}, want: session.BecauseDeadline},
-		{name: "sleep-then-exit", req: session.ExecRequest{Cmd: "echo READY; sleep 0.3; echo done"}, want: session.BecauseExit},
+		{name: "sleep-then-exit", req: session.ExecRequest{Cmd: "echo READY; sleep 1; echo done"}, want: session.BecauseExit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,7 +137,8 @@ func TestWaitingDoesNotFire(t *testing.T) {
 			if r.ReturnedBecause != session.BecausePattern {
 				t.Fatalf("start: returned because %q, output %q", r.ReturnedBecause, r.Output)
 			}
-			yield := int64(300)
+			// Longer than the 500 ms quiet fallback, so a fallback that misfires is caught.
+			yield := int64(1500)
 			if tc.want == session.BecauseExit {
 				yield = 20_000
 			}
@@ -156,6 +153,29 @@ func TestWaitingDoesNotFire(t *testing.T) {
 				t.Errorf("output %q lacks done", r.Output)
 			}
 		})
+	}
+}
+
+// TestWaitingQuietFallback: where the kernel cannot tell (the terminal waited on together
+// with a socket, as ssh and nc do), waiting_for_input fires after the output has been
+// quiet for a while, with wait_detection "quiet".
+func TestWaitingQuietFallback(t *testing.T) {
+	t.Parallel()
+	wNeed(t, "python3")
+	c := wClient(t)
+	r, err := c.Exec(context.Background(), session.ExecRequest{Argv: []string{"python3", "-c",
+		"import select, socket, sys\na, b = socket.socketpair()\nprint('remote> ', end='', flush=True)\nselect.select([sys.stdin, a], [], [])\nprint('got', sys.stdin.readline().strip())"},
+		YieldTimeMs: wMs(20_000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wKill(c, r)
+	if r.ReturnedBecause != session.BecauseWaitingForInput || r.WaitDetection != "quiet" || !strings.Contains(r.Output, "remote> ") {
+		t.Fatalf("returned because %q (wait_detection %q) after %.1f ms with %q, want waiting_for_input by quiet", r.ReturnedBecause, r.WaitDetection, r.WallTimeMs, r.Output)
+	}
+	r, err = c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, Chars: "hi\n", YieldTimeMs: wMs(20_000)})
+	if err != nil || r.ReturnedBecause != session.BecauseExit || !strings.Contains(r.Output, "got hi") {
+		t.Fatalf("answer: %v, returned because %q with %q", err, r.ReturnedBecause, r.Output)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/pty"
 )
 
@@ -256,7 +257,7 @@ func TestDiskError(t *testing.T) {
 	w, _ := create(t, Options{})
 	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
 	if err != nil {
-		t.Skip("no /dev/full")
+		testtool.Missing(t, "no /dev/full: "+err.Error())
 	}
 	w.f.Close()
 	w.f = full

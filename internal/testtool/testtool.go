@@ -1,0 +1,42 @@
+// Package testtool lets a test require the programs it runs. A missing one skips the
+// test on a developer's machine and fails it in CI (CI=true), where .ci/run installs
+// every program the tests need, so a skip can never hide a test that did not run.
+package testtool
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// Need returns when every program in progs is on PATH; otherwise it skips t, or fails it
+// when CI=true.
+func Need(t testing.TB, progs ...string) {
+	t.Helper()
+	for _, p := range progs {
+		if _, err := exec.LookPath(p); err != nil {
+			Missing(t, p+" is not installed")
+		}
+	}
+}
+
+// NeedPython returns when python3 can import every module in mods; otherwise it skips t,
+// or fails it when CI=true.
+func NeedPython(t testing.TB, mods ...string) {
+	t.Helper()
+	Need(t, "python3")
+	for _, m := range mods {
+		if err := exec.Command("python3", "-c", "import "+m).Run(); err != nil {
+			Missing(t, "the python3 module "+m+" is not installed")
+		}
+	}
+}
+
+// Missing skips t saying why, or fails it when CI=true.
+func Missing(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s (CI=true: .ci/run installs it; a missing tool fails instead of skipping)", why)
+	}
+	t.Skipf("%s: skipping", why)
+}
