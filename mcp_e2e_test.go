@@ -277,6 +277,13 @@ func TestMCPCallers(t *testing.T) {
 	if err := os.Mkdir(other, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	venvBin := filepath.Join(proj, "venv bin")
+	if err := os.Mkdir(venvBin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(venvBin, "hello-agent"), []byte("#!/bin/sh\necho hello from the agent PATH\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	base := map[string]string{"PTYHUB_SOCKET": sv.socket, "XDG_STATE_HOME": filepath.Join(filepath.Dir(proj), "state")}
 	env := func(kv ...string) map[string]string {
 		m := map[string]string{}
@@ -310,8 +317,10 @@ func TestMCPCallers(t *testing.T) {
 	const probe = `echo "[$PWD][${FROM_MCP_CONFIG-unset}][${MY_API_TOKEN-unset}][${GH_TOKEN-unset}][${VIRTUAL_ENV-unset}]"`
 	spec := []agent{
 		{"a", []string{"mcp"}, link,
-			env("PWD", link, "FROM_MCP_CONFIG", "agent-a", "MY_API_TOKEN", "s3cret", "VIRTUAL_ENV", "/venv-a"),
+			env("PWD", link, "FROM_MCP_CONFIG", "agent-a", "MY_API_TOKEN", "s3cret", "VIRTUAL_ENV", "/venv-a",
+				"PATH", venvBin+":"+os.Getenv("PATH")),
 			[]call{exec("env", probe), exec("relative", "pwd", "workdir", "sub dir"),
+				{"path", "exec_command", map[string]any{"argv": []string{"hello-agent"}, "yield_time_ms": 20000}},
 				exec("explicit", `echo "[$MY_API_TOKEN]"`, "env", map[string]string{"MY_API_TOKEN": "given"})}},
 		{"b", []string{"mcp", "--pass-env", "MY_API_TOKEN"}, other,
 			env("PWD", other, "MY_API_TOKEN", "s3cret", "GH_TOKEN", "x"),
@@ -354,6 +363,7 @@ func TestMCPCallers(t *testing.T) {
 		"a/env":      fmt.Sprintf("[%s][agent-a][unset][unset][/venv-a]\n", link),
 		"a/relative": filepath.Join(link, "sub dir") + "\n",
 		"a/explicit": "[given]\n",
+		"a/path":     "hello from the agent PATH\n",
 		"b/env":      fmt.Sprintf("[%s][unset][s3cret][unset][unset]\n", other),
 		"c/workdir":  filepath.Join(proj, "sub dir") + "\n",
 		"d/env":      fmt.Sprintf("[%s][agent-d][unset][unset][unset]\n", link),
