@@ -216,3 +216,50 @@ func TestCloseManySessions(t *testing.T) {
 		t.Errorf("%d processes left after Close", len(left))
 	}
 }
+
+// TestServerShortIDsSurviveRestart: short ids are never reused after a restart of the
+// server, and logs and read find a removed or pre-restart session by its short id.
+func TestServerShortIDsSurviveRestart(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	id := func(out string) int {
+		var r session.Result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		n, _ := strconv.Atoi(r.SessionID)
+		return n
+	}
+	first := id(h.ok("exec", "--json", "--", "echo", "first-output"))
+	h.ok("rm", strconv.Itoa(first))
+	if out := h.ok("logs", strconv.Itoa(first)); !strings.Contains(out, "first-output") {
+		t.Errorf("logs %d after rm: %q", first, out)
+	}
+	if out, errs, code := h.run("read", strconv.Itoa(first)); code != 0 || !strings.Contains(out, "first-output") || !strings.Contains(errs, "transcript") {
+		t.Errorf("read %d after rm: status %d, %q, %q", first, code, out, errs)
+	}
+	second := id(h.ok("exec", "--json", "--", "echo", "second-output"))
+	h.stop()
+	third := id(h.ok("exec", "--json", "--", "echo", "third-output"))
+	if second <= first || third <= second {
+		t.Errorf("ids %d, %d, then %d after a restart: reused", first, second, third)
+	}
+	if out := h.ok("logs", strconv.Itoa(second)); !strings.Contains(out, "second-output") {
+		t.Errorf("logs %d after a restart: %q", second, out)
+	}
+	if out, _, code := h.run("read", strconv.Itoa(second)); code != 0 || !strings.Contains(out, "second-output") {
+		t.Errorf("read %d after a restart: status %d, %q", second, code, out)
+	}
+	all := h.ok("logs", "--all")
+	for _, n := range []int{first, second, third} {
+		found := false
+		for _, l := range strings.Split(all, "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == strconv.Itoa(n) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("logs --all does not list id %d:\n%s", n, all)
+		}
+	}
+}

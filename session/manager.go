@@ -59,6 +59,7 @@ type Manager struct {
 
 	mu       sync.Mutex
 	nextID   int
+	idBound  int // ids up to it are recorded as given (registry.setIDBound); 0: not loaded
 	sessions map[int]*Session
 	pools    map[string]map[int]*Session // pool name → its sessions (those in sessions)
 	poolSeq  int                         // names the private pools of clients
@@ -448,7 +449,16 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		hub: broadcast.New(m.opts.Retain), wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), exited: make(chan struct{}), drained: make(chan struct{})}
 	m.mu.Lock()
+	if m.idBound == 0 {
+		// Short ids are never reused for a user: continue above what earlier servers of
+		// this state directory may have given.
+		m.nextID = max(m.nextID, m.reg.idBound())
+	}
 	m.nextID++
+	if m.nextID > m.idBound {
+		m.idBound = m.nextID + idBlock
+		m.reg.setIDBound(m.idBound)
+	}
 	s.id = m.nextID
 	m.sessions[s.id] = s
 	if m.pools[pool] == nil {

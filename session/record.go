@@ -195,7 +195,7 @@ func startRecorder(s *Session, rows, cols int) *recorder {
 		m.log.Warn("transcript: not recording", "session", s.id, "err", err)
 		return nil
 	}
-	h := transcript.Header{Width: cols, Height: rows, Command: s.command,
+	h := transcript.Header{Width: cols, Height: rows, Command: s.command, SessionID: s.id,
 		Env: map[string]string{"TERM": "xterm-256color", "SHELL": defaultShell(os.Environ())}}
 	r := &recorder{s: s, wake: make(chan struct{}, 1), done: make(chan struct{}), ready: make(chan struct{})}
 	m.recs.add(r)

@@ -33,10 +33,41 @@ type regEntry struct {
 
 // registry is a Manager's view of the registry directory.
 type registry struct {
-	once  sync.Once
-	dir   string // "" when unavailable: the registry is then off
-	self  int
-	start uint64
+	once   sync.Once
+	dir    string // "" when unavailable: the registry is then off
+	idFile string // where the bound of the short ids given so far is kept
+	self   int
+	start  uint64
+}
+
+// idBlock is how far ahead of the ids given the bound on disk is written: one small
+// write per idBlock sessions.
+const idBlock = 64
+
+// idBound returns the bound of the short ids earlier managers of this state directory
+// may have given (0 when none is recorded or the registry is off).
+func (r *registry) idBound() int {
+	if r.idFile == "" {
+		return 0
+	}
+	b, err := os.ReadFile(r.idFile)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return max(n, 0)
+}
+
+// setIDBound records that no id above bound was given; ids up to it are never given
+// again by a later manager. The file is replaced atomically.
+func (r *registry) setIDBound(bound int) {
+	if r.idFile == "" {
+		return
+	}
+	tmp := r.idFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(bound)+"\n"), 0o600); err == nil {
+		os.Rename(tmp, r.idFile)
+	}
 }
 
 // init resolves and creates the directory, once, and starts sweeping stale entries aside.
@@ -55,6 +86,7 @@ func (r *registry) init(stateDir string, log func(string, ...any)) {
 			return
 		}
 		r.dir, r.self = dir, os.Getpid()
+		r.idFile = filepath.Join(stateDir, "session-ids")
 		r.start = procStart(r.self)
 		// The sweep goroutine ends once every stale session is gone (bounded by the
 		// kill sequence's grace period).

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -317,10 +318,23 @@ func Stat(path string) (Info, error) {
 	return in, nil
 }
 
-// Find returns the transcript in dir whose UUID is id or starts with id; an
-// ambiguous prefix or no match is an error.
+// Find returns the transcript in dir whose UUID is id or starts with id, or, when id is
+// a number, the newest whose short session id it is; an ambiguous prefix or no match is
+// an error.
 func Find(dir, id string) (Info, error) {
 	id = strings.ToLower(strings.TrimSpace(id))
+	if n, err := strconv.Atoi(id); err == nil && n > 0 && id[0] != '0' { // UUIDv7 prefixes begin with 0
+		all, err := List(dir)
+		if err != nil {
+			return Info{}, err
+		}
+		for i := len(all) - 1; i >= 0; i-- {
+			if all[i].Header.SessionID == n {
+				return all[i], nil
+			}
+		}
+		return Info{}, fmt.Errorf("transcript: no transcript of session %d in %s", n, dir)
+	}
 	if !validUUID(id) {
 		return Info{}, fmt.Errorf("transcript: bad session id %q", id)
 	}

@@ -20,6 +20,9 @@ type Header struct {
 	Command   string            `json:"command,omitempty"`
 	Title     string            `json:"title,omitempty"`
 	Env       map[string]string `json:"env,omitempty"`
+	// SessionID is ptyhub's short id of the session (never reused for a user), so a
+	// session can be found by it after it left the server.
+	SessionID int `json:"ptyhub_session_id,omitempty"`
 }
 
 // Options configure a Writer.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -179,8 +180,13 @@ func readOutput(ctx context.Context, cmd, socket, id string, raw bool, tail int,
 	req.MaxOutputTokens = &big
 	var next int64
 	var text string
+	gone := false
 	code := withClient(ctx, socket, cmd, stderr, func(c *server.Client) int {
 		res, err := c.Read(ctx, req)
+		if errors.Is(err, session.ErrNotFound) {
+			gone = true
+			return 0
+		}
 		if err != nil {
 			return fail(stderr, cmd, err)
 		}
@@ -192,6 +198,9 @@ func readOutput(ctx context.Context, cmd, socket, id string, raw bool, tail int,
 	})
 	if code != 0 {
 		return code
+	}
+	if gone {
+		return readTranscript(ctx, cmd, id, raw, tail, stdout, stderr)
 	}
 	io.WriteString(stdout, text)
 	if !follow {
@@ -440,6 +449,40 @@ func runLogs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	return 0
 }
 
+// readTranscript prints the output of a session the server no longer has (removed,
+// pruned, or from before a restart) from its transcript on disk, found by short id, UUID
+// or UUID prefix.
+func readTranscript(ctx context.Context, cmd, id string, raw bool, tail int, stdout, stderr io.Writer) int {
+	dir, err := transcript.SessionsDir("")
+	if err != nil {
+		return fail(stderr, cmd, err)
+	}
+	info, err := transcript.Find(dir, id)
+	if err != nil {
+		return fail(stderr, cmd, fmt.Errorf("%w %s: no such session, and no transcript of it ('ptyhub ls' lists the sessions, 'ptyhub logs --all' the transcripts)", session.ErrNotFound, id))
+	}
+	rc, err := transcript.Output(ctx, info.Path, transcript.OutputOptions{Text: !raw})
+	if err != nil {
+		return fail(stderr, cmd, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return fail(stderr, cmd, err)
+	}
+	text := string(b)
+	if tail > 0 {
+		lines := strings.SplitAfter(strings.TrimSuffix(text, "\n"), "\n")
+		text = strings.Join(lines[max(0, len(lines)-tail):], "") + "\n"
+	}
+	fmt.Fprintf(stderr, "ptyhub %s: session %s is no longer in the server (removed, pruned or from before a restart); this is its transcript\n", cmd, id)
+	io.WriteString(stdout, text)
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		io.WriteString(stdout, "\n")
+	}
+	return 0
+}
+
 // transcriptUUID asks the server for the UUID of session id; "" when it does not know it
 // (or there is no server: the transcripts on disk are searched then).
 func transcriptUUID(ctx context.Context, socket, id string) string {
@@ -474,7 +517,7 @@ func listTranscripts(dir string, stdout, stderr io.Writer) int {
 		return fail(stderr, "logs", err)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "UUID\tSTARTED\tSIZE\tSTATE\tCOMMAND")
+	fmt.Fprintln(tw, "ID\tUUID\tSTARTED\tSIZE\tSTATE\tCOMMAND")
 	for _, in := range infos {
 		state := in.Ended
 		switch {
@@ -484,7 +527,11 @@ func listTranscripts(dir string, stdout, stderr io.Writer) int {
 			state = "unfinished"
 		}
 		started := time.Unix(in.Header.Timestamp, 0).Format("2006-01-02 15:04:05")
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", in.UUID, started, in.Size, state, in.Header.Command)
+		id := "-"
+		if in.Header.SessionID > 0 {
+			id = strconv.Itoa(in.Header.SessionID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", id, in.UUID, started, in.Size, state, in.Header.Command)
 	}
 	tw.Flush()
 	return 0
