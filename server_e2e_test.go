@@ -320,8 +320,12 @@ func TestServerCLI(t *testing.T) {
 		t.Errorf("ls after kill, want the STATE words of list_sessions:\n%s", out)
 	}
 	h.ok("rm", id)
-	if _, errs, code := h.run("read", id); code == 0 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "no such session") {
+	// A removed session is read from its transcript, and says so.
+	if _, errs, code := h.run("read", id); code != 0 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "transcript") {
 		t.Errorf("read after rm: status %d, stderr %q", code, errs)
+	}
+	if _, errs, code := h.run("read", "99"); code == 0 || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "no such session") {
+		t.Errorf("read 99: status %d, stderr %q", code, errs)
 	}
 	if _, errs, code := h.run("write", "99"); code == 0 || !strings.Contains(errs, "no such session") {
 		t.Errorf("write 99: status %d, stderr %q", code, errs)
