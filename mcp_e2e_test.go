@@ -18,7 +18,7 @@ import (
 
 // TestMCPTypeScriptClient runs `ptyhub mcp` under the official TypeScript MCP client
 // (testdata/mcpclient/client.mjs, @modelcontextprotocol/sdk pinned in its package.json),
-// as Claude Code and other Node-based agents do: all six tools, a bad argument, and the
+// as Claude Code and other Node-based agents do: all the tools, a bad argument, and the
 // end of the connection ending every session.
 //
 // It needs node and npm. The npm packages are taken from testdata/mcpclient/node_modules
@@ -93,8 +93,8 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		}
 	}
 
-	if tools, _ := steps["list_tools"]["tools"].([]any); len(tools) != 6 {
-		t.Errorf("list_tools: %v, want the six tools", steps["list_tools"]["tools"])
+	if tools, _ := steps["list_tools"]["tools"].([]any); len(tools) != 7 {
+		t.Errorf("list_tools: %v, want the seven tools", steps["list_tools"]["tools"])
 	}
 	text, st := get("exec_echo", false)
 	contains("exec_echo", text, "Process exited with code 0")
@@ -202,7 +202,7 @@ func e2eClientDir(t *testing.T) string {
 			} // else another run installed it first
 		}
 	}
-	for _, f := range []string{"client.mjs", "callers.mjs"} {
+	for _, f := range []string{"client.mjs", "callers.mjs", "notify.mjs"} {
 		e2eCopy(t, filepath.Join(src, f), filepath.Join(dir, f))
 	}
 	return dir

@@ -1,5 +1,6 @@
-// Package mcpserver serves ptyhub's six tools (exec_command, write_stdin, read_output,
-// list_sessions, kill_session, resize_session) over MCP with the official Go SDK.
+// Package mcpserver serves ptyhub's tools (exec_command, write_stdin, read_output,
+// list_sessions, kill_session, resize_session, wait_sessions) over MCP with the official
+// Go SDK.
 //
 // The tools are thin: each decodes its typed input (the session package's request
 // structs; their JSON schema is derived from the structs, and the SDK rejects unknown
@@ -168,6 +169,11 @@ func (s *Server) addTools() {
 		InputSchema: inputSchema[session.ResizeRequest](),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: f, IdempotentHint: true, OpenWorldHint: f},
 	}, handler(s, s.svc.Resize))
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name: "wait_sessions", Title: "Wait for the first of several sessions", Description: descWait,
+		InputSchema: inputSchema[session.WaitRequest](),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: f},
+	}, handler(s, s.svc.Wait))
 }
 
 // inputSchema is the schema of T as the SDK would derive it, with optional fields typed
@@ -204,6 +210,7 @@ var toolArgs = map[string]string{
 	"list_sessions":  "none",
 	"kill_session":   argNames[session.KillRequest](),
 	"resize_session": argNames[session.ResizeRequest](),
+	"wait_sessions":  argNames[session.WaitRequest](),
 }
 
 func argNames[T any]() string {
@@ -280,7 +287,7 @@ func normalizeArguments(tool string, args json.RawMessage) (json.RawMessage, []s
 			hasExtra = true
 		}
 	}
-	if !hasExtra && !bytes.Contains(args, []byte("null")) && !bytes.Contains(args, []byte(`"session_id"`)) {
+	if !hasExtra && !bytes.Contains(args, []byte("null")) && !bytes.Contains(args, []byte(`"session_id`)) {
 		return args, nil
 	}
 	var m map[string]json.RawMessage
@@ -308,6 +315,20 @@ func normalizeArguments(tool string, args json.RawMessage) (json.RawMessage, []s
 		if json.Unmarshal(id, &n) == nil {
 			m["session_id"], _ = json.Marshal(strconv.FormatUint(n, 10))
 			changed = true
+		}
+	}
+	if ids, ok := m["session_ids"]; ok && bytes.ContainsAny(ids, "0123456789") {
+		// wait_sessions: numbers in the list are ids too.
+		var list []json.RawMessage
+		if json.Unmarshal(ids, &list) == nil {
+			for i, id := range list {
+				var n uint64
+				if len(id) > 0 && id[0] >= '0' && id[0] <= '9' && json.Unmarshal(id, &n) == nil {
+					list[i], _ = json.Marshal(strconv.FormatUint(n, 10))
+					changed = true
+				}
+			}
+			m["session_ids"], _ = json.Marshal(list)
 		}
 	}
 	if !changed {

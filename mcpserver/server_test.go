@@ -22,6 +22,7 @@ type fakeService struct {
 	list   func(context.Context) (*session.ListResult, error)
 	kill   func(context.Context, session.KillRequest) (*session.KillResult, error)
 	resize func(context.Context, session.ResizeRequest) (*session.ResizeResult, error)
+	wait   func(context.Context, session.WaitRequest) (*session.WaitResult, error)
 
 	mu    sync.Mutex
 	calls []any
@@ -61,6 +62,11 @@ func (f *fakeService) Kill(ctx context.Context, r session.KillRequest) (*session
 func (f *fakeService) Resize(ctx context.Context, r session.ResizeRequest) (*session.ResizeResult, error) {
 	f.record(r)
 	return f.resize(ctx, r)
+}
+
+func (f *fakeService) Wait(ctx context.Context, r session.WaitRequest) (*session.WaitResult, error) {
+	f.record(r)
+	return f.wait(ctx, r)
 }
 
 // connect serves svc on an in-memory transport and returns a connected Go client.
@@ -129,12 +135,13 @@ func TestListTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"exec_command":   {"cmd", "argv", "workdir", "shell", "login", "tty", "env", "clear_env", "stdin", "close_stdin", "rows", "cols", "yield_time_ms", "max_output_tokens", "wait_for", "timeout_ms"},
+		"exec_command":   {"cmd", "argv", "workdir", "shell", "login", "tty", "env", "clear_env", "stdin", "close_stdin", "rows", "cols", "yield_time_ms", "max_output_tokens", "wait_for", "timeout_ms", "profile", "name"},
 		"write_stdin":    {"session_id", "chars", "keys", "close_stdin", "yield_time_ms", "max_output_tokens", "wait_for"},
 		"read_output":    {"session_id", "view", "from", "to", "tail_lines", "max_output_tokens"},
 		"list_sessions":  {},
 		"kill_session":   {"session_id", "signal", "remove"},
 		"resize_session": {"session_id", "rows", "cols"},
+		"wait_sessions":  {"session_ids", "until", "wait_for", "timeout_ms", "max_output_tokens"},
 	}
 	got := map[string]bool{}
 	for _, tool := range res.Tools {

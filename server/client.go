@@ -357,6 +357,16 @@ func (c *Client) Resize(ctx context.Context, req session.ResizeRequest) (*sessio
 	return r, nil
 }
 
+// Wait implements session.Service. Cancelling ctx cancels the wait in the server (not
+// the sessions).
+func (c *Client) Wait(ctx context.Context, req session.WaitRequest) (*session.WaitResult, error) {
+	r := &session.WaitResult{}
+	if err := c.call(ctx, opWait, req, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // Close ends the connection. When the client owns its sessions (DialOptions.Own) and keep
 // is false, it first waits (bounded by ctx) until the server has ended them, so they are
 // gone when Close returns; with keep they stay with the server.

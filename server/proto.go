@@ -41,6 +41,7 @@ const (
 	opList   = "list"
 	opKill   = "kill"
 	opResize = "resize"
+	opWait   = "wait"
 	opCancel = "cancel"
 	opBye    = "bye" // end the connection; body byeBody: sessions owned by it end unless keep
 	opReply  = "reply"

@@ -511,6 +511,11 @@ func (s *Server) dispatch(ctx context.Context, c *session.Client, f *frame) (r *
 		if err = strictDecode(f.Body, &req); err == nil {
 			out, err = c.Resize(ctx, req)
 		}
+	case opWait:
+		var req session.WaitRequest
+		if err = strictDecode(f.Body, &req); err == nil {
+			out, err = c.Wait(ctx, req)
+		}
 	default:
 		err = fmt.Errorf("%w: unknown request %q", session.ErrInvalid, f.Op)
 	}

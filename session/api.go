@@ -25,6 +25,9 @@ type Service interface {
 	Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 	// Resize changes a session's window size (the program gets SIGWINCH).
 	Resize(ctx context.Context, req ResizeRequest) (*ResizeResult, error)
+	// Wait blocks until the first of some sessions exits, waits for input or matches a
+	// pattern, and returns that session's new output (wait.go).
+	Wait(ctx context.Context, req WaitRequest) (*WaitResult, error)
 }
 
 var (
@@ -72,6 +75,7 @@ type ExecRequest struct {
 	WaitFor         string            `json:"wait_for,omitempty" jsonschema:"regular expression (Go RE2 syntax): return as soon as new output matches it"`
 	TimeoutMs       int64             `json:"timeout_ms,omitempty" jsonschema:"hard time limit in ms: the session is killed at the limit and reported as timed out (exit code 124)"`
 	Profile         string            `json:"profile,omitempty" jsonschema:"environment profile: agent (default: TERM=xterm-256color, NO_COLOR=1, pagers off, UTF-8 locale) or plain"`
+	Name            string            `json:"name,omitempty" jsonschema:"name of the session, usable wherever a session id goes; if a session of yours with this name is still running, it is returned (with its new output) instead of starting a duplicate"`
 }
 
 // WriteRequest is the input of write_stdin.
@@ -192,6 +196,11 @@ type Result struct {
 	WaitDetection string `json:"wait_detection,omitempty"`
 	// Screen is set for view "screen" (a later issue).
 	Screen *Screen `json:"screen,omitempty"`
+	// Name is the session's name, if it was started with one.
+	Name string `json:"name,omitempty"`
+	// Existing: exec_command named a session that was already running and returned it
+	// instead of starting the command.
+	Existing bool `json:"existing,omitempty"`
 	Notices
 }
 
@@ -206,6 +215,7 @@ type Screen struct {
 // Info describes one session in a listing.
 type Info struct {
 	SessionID  string  `json:"session_id"`
+	Name       string  `json:"name,omitempty"`
 	UUID       string  `json:"uuid"`
 	Command    string  `json:"command"`
 	State      string  `json:"state"`

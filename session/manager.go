@@ -226,8 +226,11 @@ func (m *Manager) Running() int {
 	return n
 }
 
-// lookup finds a session by short id, UUID or unique UUID prefix.
-func (m *Manager) lookup(id string) (*Session, error) {
+// lookup finds a session by short id, UUID, unique UUID prefix or name (names.go).
+func (m *Manager) lookup(id string) (*Session, error) { return m.lookupIn("", id) }
+
+// lookupID finds a session by short id, UUID or unique UUID prefix.
+func (m *Manager) lookupID(id string) (*Session, error) {
 	id = strings.TrimSpace(id)
 	if id == "" {
 		return nil, fmt.Errorf("%w: session_id is required", ErrInvalid)
@@ -448,7 +451,18 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		started: now, lastUsed: now, rows: rows, cols: cols, owner: owner, pool: pool,
 		hub: broadcast.New(m.opts.Retain), wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), exited: make(chan struct{}), drained: make(chan struct{})}
+	s.name = req.Name
 	m.mu.Lock()
+	if req.Name != "" {
+		// Checked again here, where sessions are added: of two concurrent starts with
+		// one name, the second gets the first's session.
+		for _, o := range m.pools[pool] {
+			if o.name == req.Name && !o.isExited() {
+				m.mu.Unlock()
+				return nil, nil, &nameTaken{o}
+			}
+		}
+	}
 	if m.idBound == 0 {
 		// Short ids are never reused for a user: continue above what earlier servers of
 		// this state directory may have given.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -64,6 +65,7 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 		Signal: sig, CoreDumped: core, TimedOut: timedOut,
 		ReturnedBecause: col.because, Output: col.trunc.Text, NextOffset: col.next,
 		MissedBytes: col.missed, ChunkID: chunkID(), WaitDetection: col.waitMethod,
+		Name: s.name,
 	}
 	if col.trunc.Truncated {
 		n := col.trunc.OriginalTokens
@@ -107,7 +109,17 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkName(req.Name); err != nil {
+		return nil, err
+	}
+	if s := c.runningNamed(req.Name); s != nil {
+		return c.execExisting(ctx, s, &req, t0), nil
+	}
 	s, warns, err := c.m.start(&req, c)
+	var taken *nameTaken
+	if errors.As(err, &taken) {
+		return c.execExisting(ctx, taken.s, &req, t0), nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +204,7 @@ func (s *Session) input(data []byte, closeIn bool) (*writeJob, []string, error) 
 // Write types into a session, then collects.
 func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 	t0 := time.Now()
-	s, err := c.m.lookup(req.SessionID)
+	s, err := c.lookup(req.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +311,7 @@ func (s *Session) exitText() string {
 // Read re-reads output without moving the agent cursor.
 func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 	t0 := time.Now()
-	s, err := c.m.lookup(req.SessionID)
+	s, err := c.lookup(req.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -416,7 +428,7 @@ func (c *Client) List(ctx context.Context) (*ListResult, error) {
 	for _, s := range all {
 		state, code, sig, _, timedOut := s.exitFields()
 		s.mu.Lock()
-		info := Info{SessionID: strconv.Itoa(s.id), UUID: s.uuid, Command: s.command,
+		info := Info{SessionID: strconv.Itoa(s.id), Name: s.name, UUID: s.uuid, Command: s.command,
 			State: state, PID: s.pid, AgeMs: now.Sub(s.started).Milliseconds(), ExitCode: code,
 			Signal: sig, TimedOut: timedOut, Pruned: s.pruned, Rows: s.rows, Cols: s.cols, TTY: s.tty,
 			OutputSize: s.hub.End(), IdleMs: float64(now.Sub(s.lastUsed).Milliseconds())}
@@ -446,7 +458,7 @@ func (s *Session) lastLine() string {
 
 // Kill ends a session's processes, or sends one signal, and optionally forgets it.
 func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error) {
-	s, err := c.m.lookup(req.SessionID)
+	s, err := c.lookup(req.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -489,7 +501,7 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 
 // Resize changes the window size.
 func (c *Client) Resize(ctx context.Context, req ResizeRequest) (*ResizeResult, error) {
-	s, err := c.m.lookup(req.SessionID)
+	s, err := c.lookup(req.SessionID)
 	if err != nil {
 		return nil, err
 	}

@@ -82,6 +82,21 @@ type Session struct {
 
 	xoff  atomic.Bool // a ^S stopped the terminal's output (noteFlow)
 	ahead waitState   // the writer's own cache for holdTypeahead
+
+	name string // immutable: the session's name ("" when none), see names.go
+	// lastOut is when the reader last moved output into the hub (UnixNano; 0: never).
+	lastOut atomic.Int64
+	// settledAnyCursor, guarded by collectMu, lets the waiting-for-input detector count
+	// output as settled with output the agent has not read (a wait's look, wait.go).
+	settledAnyCursor bool
+}
+
+// lastOutputAt is when the program last printed (zero: never).
+func (s *Session) lastOutputAt() time.Time {
+	if n := s.lastOut.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // writeJob is one message for the writer goroutine.
@@ -218,6 +233,7 @@ func (s *Session) readLoop() {
 		}
 		if n > 0 {
 			s.hub.Write(buf[:n])
+			s.lastOut.Store(time.Now().UnixNano())
 		}
 		s.readHeld.Store(false)
 		if err != nil {

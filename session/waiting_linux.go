@@ -157,7 +157,7 @@ func (s *Session) outputSettled() bool {
 	if pending, err := s.master.OutputPending(); err != nil || pending {
 		return false
 	}
-	return !s.readHeld.Load() && s.hub.End() == s.cursor
+	return !s.readHeld.Load() && (s.settledAnyCursor || s.hub.End() == s.cursor)
 }
 
 // fgScan is one pass over the threads of the foreground process group.

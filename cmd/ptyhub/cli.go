@@ -571,3 +571,67 @@ func screenOf(ctx context.Context, socket, cmd, id string, stdout, stderr io.Wri
 		return 0
 	})
 }
+
+const waitHelp = `Usage:
+  ptyhub wait [ID|NAME]... [--until EVENT,...] [--wait-for RE] [--timeout 30s] [--json]
+
+Blocks until the first of the sessions exits, waits for input, or prints output that
+matches --wait-for, then prints that session's new output (as 'ptyhub write ID' would)
+and one line on each other session. Without IDs it waits on every running session.
+--until narrows the events: exit, waiting_for_input, pattern. Exits 0 when a session
+had an event, 1 at the timeout.
+`
+
+func runWait(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("wait", waitHelp)
+	until := fs.String("until", "", "comma-separated `events` that count: exit, waiting_for_input, pattern")
+	waitFor := fs.String("wait-for", "", "return as soon as a session's output matches this `regexp`")
+	timeout := fs.Duration("timeout", time.Duration(session.DefaultWaitTimeoutMs)*time.Millisecond, "how long to wait at most (max 10m)")
+	maxTokens := fs.Int64("max-tokens", 10_000, "token `budget` of the printed output")
+	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
+	socket := socketFlag(fs)
+	pos, code, done := fs.parseMixed(args, stdout, stderr)
+	if done {
+		return code
+	}
+	tms := timeout.Milliseconds()
+	req := session.WaitRequest{SessionIDs: pos, WaitFor: *waitFor, TimeoutMs: &tms, MaxOutputTokens: maxTokens}
+	if *until != "" {
+		req.Until = strings.Split(*until, ",")
+	}
+	return withClient(ctx, *socket, "wait", stderr, func(c *server.Client) int {
+		if len(req.SessionIDs) == 0 {
+			// A CLI connection owns no sessions: wait on every running one.
+			l, err := c.List(ctx)
+			if err != nil {
+				return fail(stderr, "wait", err)
+			}
+			for _, s := range l.Sessions {
+				if s.State == session.StateRunning {
+					req.SessionIDs = append(req.SessionIDs, s.SessionID)
+				}
+			}
+			if len(req.SessionIDs) == 0 {
+				fmt.Fprintln(stderr, "ptyhub wait: no running session to wait for")
+				return exitError
+			}
+		}
+		res, err := c.Wait(ctx, req)
+		if err != nil {
+			if se, ok := signalOf(ctx); ok {
+				fmt.Fprintf(stderr, "ptyhub wait: %s; the sessions keep running\n", se)
+				return se.exitCode()
+			}
+			return fail(stderr, "wait", err)
+		}
+		if *jsonOut {
+			printJSON(stdout, res)
+		} else {
+			printText(stdout, res.Text())
+		}
+		if res.SessionID == "" {
+			return exitError
+		}
+		return 0
+	})
+}

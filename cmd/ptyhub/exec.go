@@ -90,6 +90,7 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	rows := fs.Int("rows", session.DefaultRows, "terminal `rows`")
 	cols := fs.Int("cols", session.DefaultCols, "terminal `columns`")
 	profile := fs.String("profile", "", "environment `profile`: agent (TERM=xterm-256color, NO_COLOR=1, pagers off; the default) or plain")
+	name := fs.String("name", "", "`name` of the session, usable instead of its id; if a session of that name runs, it is shown instead of starting another")
 	jsonOut := fs.Bool("json", false, "print the result as one JSON object (exec_command's structuredContent) instead of text")
 	verbose := fs.Bool("verbose", false, "log what ptyhub does to stderr")
 	embedded := fs.Bool("embedded", false, "run the session inside this process (killed when ptyhub exec returns) instead of the ptyhub server")
@@ -104,7 +105,7 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		Cmd: *shellCmd, Argv: fs.Args(), Workdir: *cwd, Shell: *shell, Login: *login,
 		ClearEnv: *clearEnv, Stdin: *stdinText, CloseStdin: *closeStdin,
 		Rows: *rows, Cols: *cols, WaitFor: *waitFor, Profile: *profile,
-		MaxOutputTokens: maxTokens,
+		MaxOutputTokens: maxTokens, Name: *name,
 	}
 	switch {
 	case set["c"] && fs.NArg() > 0:

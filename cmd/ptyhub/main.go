@@ -105,6 +105,7 @@ func init() {
 		{"exec", "run a command on a pseudo-terminal and print what an agent would get", runExec},
 		{"write", "type into a session, then print its new output", runWrite},
 		{"read", "print a session's output (-f to follow)", runRead},
+		{"wait", "wait until the first of some sessions exits, waits for input or matches", runWait},
 		{"ls", "list the sessions", runLs},
 		{"attach", "attach your terminal to a session (detach with ctrl-])", runAttach},
 		{"kill", "end a session's processes, or send one signal", runKill},

@@ -355,7 +355,7 @@ func TestMCPLifecycle(t *testing.T) {
 	}
 }
 
-// The binary as an MCP server for the Go SDK's client: the six tools end to end.
+// The binary as an MCP server for the Go SDK's client: the tools end to end.
 func TestMCPTools(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -1,0 +1,157 @@
+package ptyhub_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Tests of what an agent learns without polling — wait_sessions, named sessions, the
+// list's facts, sessions as resources — through the official TypeScript MCP client
+// (testdata/mcpclient/notify.mjs), against a private server and embedded.
+
+// notifyStep is one line notify.mjs printed.
+type notifyStep struct {
+	Step         string          `json:"step"`
+	IsError      bool            `json:"isError"`
+	Text         string          `json:"text"`
+	Structured   map[string]any  `json:"structured"`
+	Result       json.RawMessage `json:"result"`
+	Error        string          `json:"error"`
+	Notification string          `json:"notification"`
+	Params       map[string]any  `json:"params"`
+}
+
+// runNotify runs steps with notify.mjs against `ptyhub ARGS…` and returns the steps by
+// name and the notifications in the order they came.
+func runNotify(t *testing.T, mcpArgs []string, steps []map[string]any) (map[string]notifyStep, []notifyStep) {
+	t.Helper()
+	node, err := osexec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node is not installed; the TypeScript MCP client test needs Node.js 18 or later")
+		}
+		t.Skip("node is not installed: skipping the TypeScript MCP client test")
+	}
+	dir := e2eClientDir(t)
+	sv := svNew(t)
+	js, _ := json.Marshal(steps)
+	args, _ := json.Marshal(mcpArgs)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "notify.mjs"), sv.bin, string(js))
+	cmd.Dir = sv.dir
+	cmd.Env = append(sv.env, "PTYHUB_E2E_MCP_ARGS="+string(args))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("notify.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	got := map[string]notifyStep{}
+	var notes []notifyStep
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var s notifyStep
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("client printed %q: %v", line, err)
+		}
+		if s.Notification != "" {
+			notes = append(notes, s)
+			continue
+		}
+		if s.Error != "" {
+			t.Errorf("step %s: %s", s.Step, s.Error)
+		}
+		got[s.Step] = s
+	}
+	if _, ok := got["closed"]; !ok {
+		t.Errorf("the client did not finish:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+	return got, notes
+}
+
+func mkfifo(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "go")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func tool(step, name string, args map[string]any) map[string]any {
+	return map[string]any{"step": step, "tool": name, "args": args}
+}
+
+// TestMCPWaitSessions: an agent starts a build, a test run and a dev server (by name),
+// makes one wait_sessions call that returns when the build finishes, finds the dev server
+// again by its name without starting a second one, and addresses it by name.
+func TestMCPWaitSessions(t *testing.T) {
+	t.Parallel()
+	for _, mode := range [][]string{{"mcp"}, {"mcp", "--embedded"}} {
+		t.Run(strings.Join(mode, "-"), func(t *testing.T) {
+			t.Parallel()
+			build, tests := mkfifo(t), mkfifo(t)
+			wait := tool("wait", "wait_sessions", map[string]any{"timeout_ms": 60000})
+			wait["async"] = true
+			steps := []map[string]any{
+				tool("build", "exec_command", map[string]any{"cmd": "echo compiling; cat '" + build + "' >/dev/null; echo build-done; exit 2", "yield_time_ms": 0}),
+				tool("tests", "exec_command", map[string]any{"cmd": "cat '" + tests + "' >/dev/null; echo PASS", "yield_time_ms": 0}),
+				tool("dev", "exec_command", map[string]any{"cmd": "echo dev-listening; sleep 1000", "name": "dev", "wait_for": "dev-listening"}),
+				wait,
+				{"step": "release", "release": build},
+				{"await": "wait"},
+				tool("dev-again", "exec_command", map[string]any{"cmd": "echo dev-listening; sleep 1000", "name": "dev", "yield_time_ms": 0}),
+				tool("poll-dev", "write_stdin", map[string]any{"session_id": "dev", "yield_time_ms": 0}),
+				tool("list", "list_sessions", map[string]any{}),
+				tool("bad-until", "wait_sessions", map[string]any{"until": []string{"pattern"}}),
+				{"step": "release2", "release": tests},
+				tool("wait2", "wait_sessions", map[string]any{"session_ids": []any{2, "dev"}, "until": []string{"exit"}}),
+				tool("kill-dev", "kill_session", map[string]any{"session_id": "dev"}),
+			}
+			got, _ := runNotify(t, mode, steps)
+			w := got["wait"]
+			if w.IsError || w.Structured["session_id"] != got["build"].Structured["session_id"] ||
+				w.Structured["returned_because"] != "exit" || w.Structured["exit_code"] != float64(2) ||
+				!strings.Contains(w.Text, "build-done") {
+				t.Errorf("wait_sessions did not return the build's exit:\n%s", w.Text)
+			}
+			if others, _ := w.Structured["others"].([]any); len(others) != 2 {
+				t.Errorf("wait_sessions others: %v", w.Structured["others"])
+			}
+			if !strings.Contains(w.Text, "(dev)") {
+				t.Errorf("the dev server's line lacks its name:\n%s", w.Text)
+			}
+			again := got["dev-again"]
+			if again.Structured["session_id"] != got["dev"].Structured["session_id"] || again.Structured["existing"] != true ||
+				!strings.Contains(again.Text, "already running") {
+				t.Errorf("exec_command name dev started a duplicate:\n%s", again.Text)
+			}
+			if got["poll-dev"].IsError || got["poll-dev"].Structured["session_id"] != got["dev"].Structured["session_id"] {
+				t.Errorf("write_stdin session_id dev:\n%s", got["poll-dev"].Text)
+			}
+			if !strings.Contains(got["list"].Text, "dev") {
+				t.Errorf("list_sessions lacks the name:\n%s", got["list"].Text)
+			}
+			if !got["bad-until"].IsError || !strings.Contains(got["bad-until"].Text, "wait_for") {
+				t.Errorf("until pattern without wait_for: %s", got["bad-until"].Text)
+			}
+			w2 := got["wait2"]
+			if w2.Structured["session_id"] != got["tests"].Structured["session_id"] || !strings.Contains(w2.Text, "PASS") {
+				t.Errorf("second wait (ids as numbers and names):\n%s", w2.Text)
+			}
+			if got["kill-dev"].IsError {
+				t.Errorf("kill_session dev: %s", got["kill-dev"].Text)
+			}
+		})
+	}
+}

@@ -1,0 +1,151 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Names. A session may be started with a name (ExecRequest.Name). Names belong to the
+// pool the session counts in (each MCP client has its own, the CLI shares one), so two
+// agents may both run a "dev" server, and an Exec naming a session of its pool that still
+// runs returns that session instead of starting a duplicate. Wherever an id goes, a name
+// does too: the caller's own pool first, then a name that only one session of the
+// manager has.
+
+// MaxNameLen bounds a session name.
+const MaxNameLen = 64
+
+// checkName validates a session name: printable, no spaces, not all digits (an id).
+func checkName(name string) error {
+	if name == "" {
+		return nil
+	}
+	if len(name) > MaxNameLen {
+		return fmt.Errorf("%w: name is %d bytes, more than %d", ErrInvalid, len(name), MaxNameLen)
+	}
+	digits := true
+	for _, r := range name {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) || r == ':' {
+			return fmt.Errorf("%w: name %q must be printable, without spaces or ':'", ErrInvalid, name)
+		}
+		if r < '0' || r > '9' {
+			digits = false
+		}
+	}
+	if digits {
+		return fmt.Errorf("%w: name %q is all digits and would read as a session id", ErrInvalid, name)
+	}
+	return nil
+}
+
+// nameOf returns the session's name ("" when it has none).
+func (s *Session) nameOf() string { return s.name }
+
+// named finds the session called name: first among pool's sessions (a running one
+// before ended ones, then the newest), else the one session of the manager with that
+// name. It returns nil when there is none, and an error when the name is ambiguous
+// outside the pool.
+func (m *Manager) named(pool, name string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var best *Session
+	better := func(a, b *Session) bool { // a is a better match than b
+		if b == nil {
+			return true
+		}
+		if ar, br := !a.isExited(), !b.isExited(); ar != br {
+			return ar
+		}
+		return a.id > b.id
+	}
+	for _, s := range m.pools[pool] {
+		if s.name == name && better(s, best) {
+			best = s
+		}
+	}
+	if best != nil {
+		return best, nil
+	}
+	var found []*Session
+	for _, s := range m.sessions {
+		if s.name == name && !s.isExited() {
+			found = append(found, s)
+		}
+	}
+	if len(found) == 0 {
+		for _, s := range m.sessions {
+			if s.name == name {
+				found = append(found, s)
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("%w: %d sessions of other clients are named %q; use a session id", ErrInvalid, len(found), name)
+}
+
+// lookup finds a session by short id, UUID, unique UUID prefix, or name (see named).
+func (c *Client) lookup(id string) (*Session, error) { return c.m.lookupIn(c.pool, id) }
+
+// lookupIn finds a session by name as seen from pool (see named), else by short id,
+// UUID or unique UUID prefix.
+func (m *Manager) lookupIn(pool, id string) (*Session, error) {
+	id = strings.TrimSpace(id)
+	if id != "" && checkName(id) == nil {
+		s, err := m.named(pool, id)
+		if err != nil {
+			return nil, err
+		}
+		if s != nil {
+			return s, nil
+		}
+	}
+	return m.lookupID(id)
+}
+
+// nameTaken is start's answer when a running session of the pool has the name asked for.
+type nameTaken struct{ s *Session }
+
+func (e *nameTaken) Error() string { return fmt.Sprintf("session %d has that name", e.s.id) }
+
+// runningNamed returns the running session of c's pool called name, if there is one.
+func (c *Client) runningNamed(name string) *Session {
+	if name == "" {
+		return nil
+	}
+	s, _ := c.m.named(c.pool, name)
+	if s == nil || s.isExited() || s.pool != c.pool {
+		return nil
+	}
+	return s
+}
+
+// execExisting is Exec's answer when a session of that name already runs: that session,
+// with its new output as a poll would return it and a notice saying so.
+func (c *Client) execExisting(ctx context.Context, s *Session, req *ExecRequest, t0 time.Time) *Result {
+	budget, bwarn := tokenBudget(req.MaxOutputTokens)
+	warns := appendNonEmpty(nil, bwarn)
+	cmd := req.Cmd
+	if cmd == "" {
+		cmd = strings.Join(req.Argv, " ")
+	}
+	note := fmt.Sprintf("a session named %q is already running (session %d: %s); returned it instead of starting another", req.Name, s.id, s.command)
+	if cmd != s.command {
+		note += fmt.Sprintf("; %q was not started (kill the session first to replace it)", cmd)
+	}
+	warns = append(warns, note)
+	s.begin()
+	defer s.end()
+	col := s.collect(ctx, collectOpts{deadline: t0, budget: budget})
+	r := c.result(s, t0, col, warns)
+	r.Existing = true
+	r.Profile = s.profile
+	return r
+}

@@ -1,0 +1,123 @@
+// A scripted agent for `ptyhub mcp` with the official TypeScript MCP SDK over stdio: runs
+// steps in order, some of them concurrently with later ones, and records the server's
+// notifications. Driven by notify_e2e_test.go.
+//
+// Usage: node notify.mjs /path/to/ptyhub STEPS_JSON
+// (PTYHUB_E2E_MCP_ARGS, a JSON list, replaces the arguments ["mcp"].)
+//
+// STEPS_JSON: [{"step": "build", "tool": "exec_command", "args": {...},
+//               "async": true,          // start the call, go on; see "await"
+//               "progress": true},      // send a progressToken with the call
+//              {"step": "r", "release": "/path/fifo"},   // write a line to a fifo
+//              {"await": "build"},                         // wait for an async call
+//              {"step": "ls", "resources": true},          // resources/list
+//              {"step": "rd", "read": "ptyhub://..."},     // resources/read
+//              {"step": "sub", "subscribe": "ptyhub://..."},
+//              {"step": "n", "notification": "notifications/resources/updated",
+//               "uri": "ptyhub://..."}]                    // wait for one (30 s)
+// Prints one JSON line per step: {"step", "isError", "text", "structured"} for tools,
+// {"step", "result"} for the resource calls and awaited notifications, {"step", "error"}
+// on failure; every notification received as {"notification": method, "params": ...};
+// then {"step": "closed"}.
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import {
+  ResourceUpdatedNotificationSchema,
+  ResourceListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import { writeFile } from "node:fs/promises";
+
+const [bin, stepsJSON] = process.argv.slice(2);
+if (!bin || !stepsJSON) {
+  console.error("usage: node notify.mjs /path/to/ptyhub STEPS_JSON");
+  process.exit(2);
+}
+const steps = JSON.parse(stepsJSON);
+const emit = (obj) => process.stdout.write(JSON.stringify(obj) + "\n");
+
+const transport = new StdioClientTransport({
+  command: bin,
+  args: JSON.parse(process.env.PTYHUB_E2E_MCP_ARGS ?? '["mcp"]'),
+  env: { ...process.env },
+  stderr: "inherit",
+});
+const client = new Client({ name: "ptyhub-notify-e2e", version: "1.0.0" });
+
+// Notifications seen so far, and waiters for the next matching one.
+const seen = [];
+const waiters = [];
+function note(method, params) {
+  emit({ notification: method, params });
+  seen.push({ method, params });
+  for (const w of waiters.splice(0)) {
+    if (!w.match(method, params)) waiters.push(w);
+    else w.resolve(params);
+  }
+}
+client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => note(n.method, n.params));
+client.setNotificationHandler(ResourceListChangedNotificationSchema, (n) => note(n.method, n.params ?? {}));
+
+await client.connect(transport);
+
+const pending = new Map();
+async function callTool(s) {
+  const opts = {};
+  if (s.progress) {
+    opts.onprogress = (p) => note("notifications/progress", p);
+    opts.resetTimeoutOnProgress = true;
+  }
+  opts.timeout = 120000;
+  try {
+    const res = await client.callTool({ name: s.tool, arguments: s.args }, undefined, opts);
+    const text = (res.content ?? [])
+      .filter((c) => c.type === "text")
+      .map((c) => c.text)
+      .join("");
+    emit({ step: s.step, isError: !!res.isError, text, structured: res.structuredContent ?? null });
+  } catch (err) {
+    emit({ step: s.step, error: String(err?.message ?? err) });
+  }
+}
+
+async function other(s, f) {
+  try {
+    emit({ step: s.step, result: await f() });
+  } catch (err) {
+    emit({ step: s.step, error: String(err?.message ?? err) });
+  }
+}
+
+for (const s of steps) {
+  if (s.tool) {
+    const p = callTool(s);
+    if (s.async) pending.set(s.step, p);
+    else await p;
+  } else if (s.release) {
+    await other(s, async () => {
+      await writeFile(s.release, "go\n");
+      return "released";
+    });
+  } else if (s.await) {
+    await pending.get(s.await);
+  } else if (s.resources) {
+    await other(s, () => client.listResources());
+  } else if (s.read) {
+    await other(s, () => client.readResource({ uri: s.read }));
+  } else if (s.subscribe) {
+    await other(s, () => client.subscribeResource({ uri: s.subscribe }));
+  } else if (s.notification) {
+    await other(s, () => {
+      const match = (m, p) => m === s.notification && (!s.uri || p?.uri === s.uri);
+      const got = seen.find((n) => match(n.method, n.params));
+      if (got) return got.params;
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("no " + s.notification + " within 30 s")), 30000);
+        waiters.push({ match, resolve: (p) => { clearTimeout(timer); resolve(p); } });
+      });
+    });
+  }
+}
+
+await client.close();
+emit({ step: "closed" });
