@@ -62,16 +62,13 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		return usageError(stderr, "attach", err.Error())
 	}
 	fd := int(os.Stdin.Fd())
-	tty := term.IsTerminal(fd)
-	if !tty {
+	if !term.IsTerminal(fd) {
 		// As tmux: nothing to attach (a pipe or /dev/null would hang or type garbage).
 		return fail(stderr, "attach", fmt.Errorf("standard input is not a terminal; attach needs one (to follow the output: ptyhub read -f %s; to type: ptyhub write %s TEXT)", pos[0], pos[0]))
 	}
 	var rows, cols int
-	if tty {
-		if w, h, err := term.GetSize(fd); err == nil {
-			rows, cols = h, w
-		}
+	if w, h, err := term.GetSize(fd); err == nil {
+		rows, cols = h, w
 	}
 	a, err := server.DialAttach(ctx, server.DialOptions{Socket: *socket, AutoStart: true, Name: "attach", Warn: noteOnce},
 		server.AttachOptions{Session: pos[0], ReadOnly: *readOnly, Rows: rows, Cols: cols})
@@ -83,17 +80,12 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	// The user's terminal: raw mode, restored once on every way out (EDGE-CASES 70).
 	var outMu sync.Mutex // serialises writes to stdout
 	inAlt := false       // the output entered the alternate screen (guarded by outMu)
-	var oldState *term.State
-	if tty {
-		if oldState, err = term.MakeRaw(fd); err != nil {
-			a.Close()
-			return fail(stderr, "attach", fmt.Errorf("raw mode: %w", err))
-		}
+	oldState, err := term.MakeRaw(fd)
+	if err != nil {
+		a.Close()
+		return fail(stderr, "attach", fmt.Errorf("raw mode: %w", err))
 	}
 	restore := sync.OnceFunc(func() {
-		if !tty {
-			return
-		}
 		term.Restore(fd, oldState)
 		resets := modeResets
 		if inAlt {
@@ -135,12 +127,9 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 
 	// The keyboard: a non-blocking reopen of the terminal, so closing it ends the reader
 	// at once, with no stray reader stealing the next keystroke (EDGE-CASES 75).
-	var in *os.File
-	if tty {
-		in, err = os.OpenFile("/proc/self/fd/0", os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-		if err != nil {
-			in = nil
-		}
+	in, err := os.OpenFile("/proc/self/fd/0", os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		in = nil
 	}
 	if in != nil {
 		// The keyboard reader: owned by runAttach, ends when in is closed.
@@ -182,7 +171,7 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	// Window size changes: the watcher is owned by runAttach and stops with stop.
 	stop := make(chan struct{})
 	winch := make(chan os.Signal, 1)
-	if tty && !*readOnly {
+	if !*readOnly {
 		signal.Notify(winch, syscall.SIGWINCH)
 		go func() {
 			for {
