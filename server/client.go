@@ -339,6 +339,15 @@ func (c *Client) List(ctx context.Context) (*session.ListResult, error) {
 	return r, nil
 }
 
+// Status returns the server's health (sessions by state, fds and their limit, RSS).
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	r := &Status{}
+	if err := c.call(ctx, opStatus, nil, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // Kill implements session.Service.
 func (c *Client) Kill(ctx context.Context, req session.KillRequest) (*session.KillResult, error) {
 	r := &session.KillResult{}

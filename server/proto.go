@@ -42,6 +42,7 @@ const (
 	opKill   = "kill"
 	opResize = "resize"
 	opWait   = "wait"
+	opStatus = "status" // the server's health: body none, reply Status
 	opCancel = "cancel"
 	opBye    = "bye" // end the connection; body byeBody: sessions owned by it end unless keep
 	opReply  = "reply"
@@ -52,6 +53,16 @@ const (
 	opWinsize = "winsize" // client → server: body winsize
 	opEnd     = "end"     // server → client: body endBody; the server then closes
 )
+
+// Status is the server's health: its sessions by state, its file descriptors and their
+// limit, its memory, its connections (ptyhub status).
+type Status struct {
+	session.Stats
+	PID         int    `json:"pid"`
+	Version     string `json:"version,omitempty"`
+	Connections int    `json:"connections"`
+	UptimeMs    int64  `json:"uptime_ms"`
+}
 
 // Modes of a connection, chosen by the hello.
 const (

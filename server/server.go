@@ -66,6 +66,8 @@ type Server struct {
 	ln   *net.UnixListener
 	lock *os.File
 
+	started time.Time
+
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
 	last    time.Time // when the last connection closed (for the idle exit)
@@ -131,7 +133,7 @@ func Listen(mgr *session.Manager, opts Options) (*Server, error) {
 		lock.Close()
 		return nil, fmt.Errorf("server: chmod socket: %w", err)
 	}
-	return &Server{mgr: mgr, opts: opts, log: opts.Logger, ln: ln, lock: lock,
+	return &Server{mgr: mgr, opts: opts, started: time.Now(), log: opts.Logger, ln: ln, lock: lock,
 		conns: map[net.Conn]struct{}{}, last: time.Now()}, nil
 }
 
@@ -266,11 +268,14 @@ func (s *Server) startConn(c *net.UnixConn) {
 		return
 	}
 	s.conns[c] = struct{}{}
+	n := len(s.conns)
 	s.wg.Add(1)
 	s.mu.Unlock()
+	s.log.Debug("connection opened", "connections", n)
 	go func() {
 		defer s.wg.Done()
 		defer func() {
+			s.log.Debug("connection closed")
 			s.mu.Lock()
 			delete(s.conns, c)
 			s.last = time.Now()
@@ -501,6 +506,12 @@ func (s *Server) dispatch(ctx context.Context, c *session.Client, f *frame) (r *
 		}
 	case opList:
 		out, err = c.List(ctx)
+	case opStatus:
+		s.mu.Lock()
+		conns := len(s.conns)
+		s.mu.Unlock()
+		out = &Status{Stats: s.mgr.Stats(), PID: os.Getpid(), Version: s.opts.Version,
+			Connections: conns, UptimeMs: time.Since(s.started).Milliseconds()}
 	case opKill:
 		var req session.KillRequest
 		if err = strictDecode(f.Body, &req); err == nil {

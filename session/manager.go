@@ -102,6 +102,7 @@ func (m *Manager) forget(s *Session) {
 	if already {
 		return
 	}
+	m.log.Debug("session removed", "session", s.id)
 	if !s.isExited() {
 		s.kill(false)
 	}
@@ -304,6 +305,7 @@ func (m *Manager) admit(pool string) ([]string, error) {
 		victim.pruned = true
 		victim.mu.Unlock()
 		victim.kill(false)
+		m.log.Info("session limit: pruned the least recently used session", "session", victim.id, "pool", pool, "limit", m.opts.MaxSessions)
 		n--
 		warns = append(warns, fmt.Sprintf("limit of %d running sessions reached: ended the least recently used one, session %d (%s); it is listed as pruned", m.opts.MaxSessions, victim.id, victim.command))
 	}
@@ -520,6 +522,7 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		close(s.quit)
 		return s, warns, nil
 	}
+	m.log.Debug("session started", "session", s.id, "pid", s.pid, "command", command, "pool", pool, "running", live)
 	if req.TimeoutMs > 0 {
 		s.mu.Lock()
 		s.timer = time.AfterFunc(time.Duration(req.TimeoutMs)*time.Millisecond, func() { s.kill(true) })

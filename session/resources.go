@@ -79,3 +79,40 @@ func resourceError(err error, live int) error {
 	}
 	return &ResourceError{Limit: limit, msg: fmt.Sprintf("cannot start a session (%v; %d running): %s", err, live, what)}
 }
+
+// Stats describe the manager's load and its process's resources, for a user to see
+// trouble coming.
+type Stats struct {
+	// Running and Exited count the sessions in the table by state (exited ones are
+	// history, see Options.KeepExited).
+	Running int `json:"running"`
+	Exited  int `json:"exited"`
+	// Pools counts the clients (and the shared CLI pool) that have sessions.
+	Pools int `json:"pools"`
+	// MaxSessions is the limit of running sessions of one pool.
+	MaxSessions int `json:"max_sessions"`
+	// FDs is the number of open file descriptors of the process, FDLimit its soft
+	// RLIMIT_NOFILE (0: unknown or unlimited).
+	FDs     int    `json:"fds"`
+	FDLimit uint64 `json:"fd_limit"`
+	// RSSBytes is the resident memory of the process (0: unknown on this system).
+	RSSBytes int64 `json:"rss_bytes"`
+}
+
+// Stats returns the manager's counts and its process's resources. It costs O(sessions).
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	st := Stats{Pools: len(m.pools), MaxSessions: m.opts.MaxSessions}
+	for _, s := range m.sessions {
+		if s.isExited() {
+			st.Exited++
+		} else {
+			st.Running++
+		}
+	}
+	m.mu.Unlock()
+	st.FDs, _ = openFDs()
+	st.FDLimit, _ = fdLimit()
+	st.RSSBytes = residentBytes()
+	return st
+}

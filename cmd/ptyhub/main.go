@@ -107,6 +107,7 @@ func init() {
 		{"read", "print a session's output (-f to follow)", runRead},
 		{"wait", "wait until the first of some sessions exits, waits for input or matches", runWait},
 		{"ls", "list the sessions", runLs},
+		{"status", "the server's sessions by state, file descriptors and memory", runStatus},
 		{"attach", "attach your terminal to a session (detach with ctrl-])", runAttach},
 		{"kill", "end a session's processes, or send one signal", runKill},
 		{"rm", "end a session and forget it", runRm},
