@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -88,6 +89,14 @@ func mkfifo(t *testing.T) string {
 	return p
 }
 
+// devServer prints "dev-listening PORT" once it listens on a free port of 127.0.0.1.
+const devServer = `python3 -u -c 'import http.server as h; s = h.HTTPServer(("127.0.0.1", 0), h.SimpleHTTPRequestHandler); print("dev-listening", s.server_port); s.serve_forever()'`
+
+func fmtSscan(s string, v *int) error {
+	_, err := fmt.Sscan(s, v)
+	return err
+}
+
 func tool(step, name string, args map[string]any) map[string]any {
 	return map[string]any{"step": step, "tool": name, "args": args}
 }
@@ -106,11 +115,11 @@ func TestMCPWaitSessions(t *testing.T) {
 			steps := []map[string]any{
 				tool("build", "exec_command", map[string]any{"cmd": "echo compiling; cat '" + build + "' >/dev/null; echo build-done; exit 2", "yield_time_ms": 0}),
 				tool("tests", "exec_command", map[string]any{"cmd": "cat '" + tests + "' >/dev/null; echo PASS", "yield_time_ms": 0}),
-				tool("dev", "exec_command", map[string]any{"cmd": "echo dev-listening; sleep 1000", "name": "dev", "wait_for": "dev-listening"}),
+				tool("dev", "exec_command", map[string]any{"cmd": devServer, "name": "dev", "wait_for": `^dev-listening \d+`}),
 				wait,
 				{"step": "release", "release": build},
 				{"await": "wait"},
-				tool("dev-again", "exec_command", map[string]any{"cmd": "echo dev-listening; sleep 1000", "name": "dev", "yield_time_ms": 0}),
+				tool("dev-again", "exec_command", map[string]any{"cmd": devServer, "name": "dev", "yield_time_ms": 0}),
 				tool("poll-dev", "write_stdin", map[string]any{"session_id": "dev", "yield_time_ms": 0}),
 				tool("list", "list_sessions", map[string]any{}),
 				tool("bad-until", "wait_sessions", map[string]any{"until": []string{"pattern"}}),
@@ -139,8 +148,22 @@ func TestMCPWaitSessions(t *testing.T) {
 			if got["poll-dev"].IsError || got["poll-dev"].Structured["session_id"] != got["dev"].Structured["session_id"] {
 				t.Errorf("write_stdin session_id dev:\n%s", got["poll-dev"].Text)
 			}
-			if !strings.Contains(got["list"].Text, "dev") {
-				t.Errorf("list_sessions lacks the name:\n%s", got["list"].Text)
+			// The dev server, found again by name and port.
+			var port int
+			if _, o, ok := strings.Cut(got["dev"].Text, "dev-listening "); !ok || fmtSscan(o, &port) != nil {
+				t.Fatalf("dev server did not say its port:\n%s", got["dev"].Text)
+			}
+			found := false
+			sessions, _ := got["list"].Structured["sessions"].([]any)
+			for _, x := range sessions {
+				s, _ := x.(map[string]any)
+				if s["name"] == "dev" {
+					ports, _ := s["ports"].([]any)
+					found = len(ports) == 1 && ports[0] == float64(port) && s["rss_bytes"].(float64) > 0
+				}
+			}
+			if !found || !strings.Contains(got["list"].Text, fmt.Sprint(port)) {
+				t.Errorf("list_sessions does not show the dev server by name and port %d:\n%s", port, got["list"].Text)
 			}
 			if !got["bad-until"].IsError || !strings.Contains(got["bad-until"].Text, "wait_for") {
 				t.Errorf("until pattern without wait_for: %s", got["bad-until"].Text)

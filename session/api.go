@@ -235,6 +235,15 @@ type Info struct {
 	IdleMs     float64 `json:"idle_ms"`
 	// OutputStopped: see Result.OutputStopped.
 	OutputStopped bool `json:"output_stopped,omitempty"`
+	// Facts of a running session's processes (the leader and every other process of
+	// the session): TCP ports they listen on, CPU time, resident memory.
+	Ports    []int `json:"ports,omitempty"`
+	CPUMs    int64 `json:"cpu_ms,omitempty"`
+	RSSBytes int64 `json:"rss_bytes,omitempty"`
+	// LastOutputAgoMs is the time since the program last printed (absent: never).
+	LastOutputAgoMs *int64 `json:"last_output_ago_ms,omitempty"`
+	// WaitingForInput: the program in the foreground waits for terminal input.
+	WaitingForInput bool `json:"waiting_for_input,omitempty"`
 }
 
 // ListResult is what list_sessions returns.

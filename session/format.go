@@ -154,10 +154,11 @@ func (l *ListResult) Text() string {
 		b.WriteString("No sessions.\n")
 	} else {
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tPID\tSTATE\tAGE\tCLIENTS\tCOMMAND\tLAST-LINE")
+		fmt.Fprintln(tw, "ID\tNAME\tPID\tSTATE\tAGE\tQUIET\tCPU\tRSS\tPORTS\tCLIENTS\tCOMMAND\tLAST-LINE")
 		for _, s := range l.Sessions {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\n",
-				s.SessionID, s.PID, s.stateText(), Age(time.Duration(s.AgeMs)*time.Millisecond),
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
+				s.SessionID, dash(oneLine(s.Name, 20)), s.PID, s.stateText(), Age(time.Duration(s.AgeMs)*time.Millisecond),
+				s.quietText(), s.cpuText(), s.rssText(), s.portsText(),
 				s.Clients, oneLine(s.Command, 40), oneLine(s.LastLine, 60))
 		}
 		tw.Flush()
@@ -170,9 +171,13 @@ func (l *ListResult) Text() string {
 	return strings.Join(lines, "\n")
 }
 
-// stateText is the STATE column: "running", "exited(0)", "killed(SIGTERM)", "timed-out".
+// stateText is the STATE column: "running", "running(input)" (waits for input),
+// "exited(0)", "killed(SIGTERM)", "timed-out".
 func (s Info) stateText() string {
 	if s.State == StateRunning {
+		if s.WaitingForInput {
+			return StateRunning + "(input)"
+		}
 		return StateRunning
 	}
 	switch {
@@ -275,4 +280,58 @@ func oneLine(s string, max int) string {
 		n++
 	}
 	return strings.TrimRight(b.String(), " ")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// quietText is the QUIET column: time since the last output.
+func (s Info) quietText() string {
+	if s.LastOutputAgoMs == nil {
+		return "-"
+	}
+	return Age(time.Duration(*s.LastOutputAgoMs) * time.Millisecond)
+}
+
+// cpuText is the CPU column: CPU time of the session's processes.
+func (s Info) cpuText() string {
+	if s.State != StateRunning {
+		return "-"
+	}
+	d := time.Duration(s.CPUMs) * time.Millisecond
+	if d < time.Minute {
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return Age(d)
+}
+
+// rssText is the RSS column: resident memory of the session's processes.
+func (s Info) rssText() string {
+	if s.State != StateRunning || s.RSSBytes == 0 {
+		return "-"
+	}
+	switch b := float64(s.RSSBytes); {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1fG", b/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.0fM", b/(1<<20))
+	default:
+		return fmt.Sprintf("%.0fK", b/(1<<10))
+	}
+}
+
+// portsText is the PORTS column: TCP ports the session's processes listen on.
+func (s Info) portsText() string {
+	if len(s.Ports) == 0 {
+		return "-"
+	}
+	p := make([]string, len(s.Ports))
+	for i, n := range s.Ports {
+		p[i] = strconv.Itoa(n)
+	}
+	return strings.Join(p, ",")
 }

@@ -425,6 +425,13 @@ func (c *Client) List(ctx context.Context) (*ListResult, error) {
 	sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
 	out := &ListResult{Sessions: make([]Info, 0, len(all))}
 	now := time.Now()
+	var socks map[uint64]int
+	for _, s := range all {
+		if !s.isExited() {
+			socks = listenSockets()
+			break
+		}
+	}
 	for _, s := range all {
 		state, code, sig, _, timedOut := s.exitFields()
 		s.mu.Lock()
@@ -439,6 +446,7 @@ func (c *Client) List(ctx context.Context) (*ListResult, error) {
 		info.LastLine = s.lastLine()
 		info.Clients = s.att.count()
 		info.OutputStopped = s.outputStopped()
+		s.addFacts(&info, socks, now)
 		out.Sessions = append(out.Sessions, info)
 	}
 	out.Notices = c.notices(nil, nil)

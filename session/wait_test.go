@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -288,5 +289,44 @@ func TestNamedSessions(t *testing.T) {
 		if _, err := a.Exec(context.Background(), session.ExecRequest{Cmd: "true", Name: bad}); !errors.Is(err, session.ErrInvalid) {
 			t.Errorf("name %q: %v", bad, err)
 		}
+	}
+}
+
+// TestListFacts: the listing says what a session's processes listen on and cost, when
+// it last printed, and whether it waits for input — here a dev server (a child of the
+// shell, found by its port) and a program at a prompt.
+func TestListFacts(t *testing.T) {
+	t.Parallel()
+	wNeed(t, "python3")
+	c := wClient(t)
+	srv := mustExec(t, c, session.ExecRequest{Name: "web", YieldTimeMs: wMs(30_000),
+		Cmd:     `python3 -u -c 'import http.server as h; s = h.HTTPServer(("127.0.0.1", 0), h.SimpleHTTPRequestHandler); print("port", s.server_port); s.serve_forever()'; echo stopped`,
+		WaitFor: `^port \d+`})
+	if srv.ReturnedBecause != session.BecausePattern {
+		t.Fatalf("server did not start: %s", srv.Text())
+	}
+	var port int
+	if _, err := fmt.Sscanf(strings.TrimSpace(srv.Output), "port %d", &port); err != nil {
+		t.Fatalf("no port in %q", srv.Output)
+	}
+	prompt := mustExec(t, c, session.ExecRequest{Argv: []string{"cat"}, YieldTimeMs: wMs(20_000)})
+	l, err := c.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range l.Sessions {
+		switch i.SessionID {
+		case srv.SessionID:
+			if len(i.Ports) != 1 || i.Ports[0] != port || i.Name != "web" || i.RSSBytes <= 0 || i.LastOutputAgoMs == nil || i.WaitingForInput {
+				t.Errorf("server: %+v, want port %d, name web, memory, last output", i, port)
+			}
+		case prompt.SessionID:
+			if !i.WaitingForInput || len(i.Ports) != 0 || i.LastOutputAgoMs != nil {
+				t.Errorf("cat: %+v, want waiting for input, no ports, no output", i)
+			}
+		}
+	}
+	if !strings.Contains(l.Text(), fmt.Sprint(port)) || !strings.Contains(l.Text(), "running(input)") {
+		t.Errorf("table lacks the port or the waiting session:\n%s", l.Text())
 	}
 }

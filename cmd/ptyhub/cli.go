@@ -257,8 +257,10 @@ const lsHelp = `Usage:
   ptyhub ls [--json]
 
 Lists the sessions of the ptyhub server, as the list_sessions tool shows them to an
-agent: ID, PID, STATE (running, exited(CODE), killed(SIGNAL), timed-out), AGE, CLIENTS
-(attached terminals), COMMAND and the last line of output.
+agent: ID, NAME, PID, STATE (running, running(input) when it waits for input,
+exited(CODE), killed(SIGNAL), timed-out), AGE, QUIET (time since its last output), CPU
+and RSS of its processes, the TCP PORTS they listen on, CLIENTS (attached terminals),
+COMMAND and the last line of output.
 `
 
 func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
