@@ -60,7 +60,7 @@ const (
 type ExecRequest struct {
 	Cmd             string            `json:"cmd,omitempty" jsonschema:"shell command line, run as $SHELL -c CMD (give cmd or argv, not both)"`
 	Argv            []string          `json:"argv,omitempty" jsonschema:"program and arguments, executed directly and resolved on PATH (instead of cmd)"`
-	Workdir         string            `json:"workdir,omitempty" jsonschema:"working directory, absolute or relative to the server's; must exist"`
+	Workdir         string            `json:"workdir,omitempty" jsonschema:"working directory, absolute or relative to the directory the agent started ptyhub in (the default); must exist"`
 	Shell           string            `json:"shell,omitempty" jsonschema:"shell used for cmd (default $SHELL, else /bin/bash, else /bin/sh)"`
 	Login           bool              `json:"login,omitempty" jsonschema:"run cmd in a login shell (-lc); slower, default false"`
 	TTY             *bool             `json:"tty,omitempty" jsonschema:"run on a pseudo-terminal (default true); false uses plain pipes with stdout and stderr merged"`
