@@ -37,7 +37,9 @@ func tokenEnds(s string) []int {
 		_, toks, err := o200k().Encode(seg)
 		off := start
 		for _, t := range toks {
-			off += len(t)
+			// Clamped: on invalid UTF-8 a token's text holds U+FFFD (3 bytes) for one
+			// input byte, and the offsets would run past the segment.
+			off = min(off+len(t), start+len(seg))
 			ends = append(ends, off)
 		}
 		start += len(seg)
