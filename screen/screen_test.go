@@ -388,3 +388,31 @@ func BenchmarkSnapshotAfterFlood(b *testing.B) {
 		m.Close()
 	}
 }
+
+// TestQueriesDeliberatelyUnanswered: the queries ptyhub answers are CPR, DSR 5, DA1,
+// DA2 and OSC 10/11; others a program may send (DECRQM, XTVERSION, the kitty keyboard
+// query, OSC 4/12 colours, DECRQSS) are not recognised, so they get no answer, and the
+// program's own timeout applies.
+func TestQueriesDeliberatelyUnanswered(t *testing.T) {
+	t.Parallel()
+	for _, q := range []string{"\x1b[?2004$p", "\x1b[4$p", "\x1b[>q", "\x1b[>0q", "\x1b[?u", "\x1b]4;1;?\x07", "\x1b]12;?\x1b\\", "\x1bP$qm\x1b\\"} {
+		var sc Scanner
+		sc.Scan([]byte(q), 0, func(e Event) {
+			if e.Kind == EventQuery {
+				t.Errorf("%q recognised as query %v", q, e.Query)
+			}
+		})
+	}
+	for q, want := range map[string]Query{"\x1b[6n": QueryCPR, "\x1b[5n": QueryStatus, "\x1b[c": QueryDA1, "\x1b[>c": QueryDA2, "\x1b]10;?\x07": QueryFg, "\x1b]11;?\x1b\\": QueryBg} {
+		var sc Scanner
+		got := QueryNone
+		sc.Scan([]byte(q), 0, func(e Event) {
+			if e.Kind == EventQuery {
+				got = e.Query
+			}
+		})
+		if got != want || len(Answer(Event{Kind: EventQuery, Query: got}, 1, 1)) == 0 {
+			t.Errorf("%q: query %v, want %v answered", q, got, want)
+		}
+	}
+}

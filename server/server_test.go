@@ -157,3 +157,41 @@ func TestBadClients(t *testing.T) {
 		t.Errorf("idle connection: %v", err)
 	}
 }
+
+// TestManyIdleConnections: a thousand connections that never say hello, and service
+// connections that say nothing after it, do not keep the server from serving a normal
+// client (below the cap on connections, maxConns).
+func TestManyIdleConnections(t *testing.T) {
+	t.Parallel()
+	sock := svServe(t)
+	const n = 1000
+	conns := make([]net.Conn, 0, 2*n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatalf("connection %d: %v", len(conns), err)
+		}
+		conns = append(conns, c)
+	}
+	for i := range maxConns - n - 1 {
+		c, err := Dial(t.Context(), DialOptions{Socket: sock, Name: "idle"})
+		if err != nil {
+			t.Fatalf("service connection %d: %v", i, err)
+		}
+		defer c.Close(context.Background(), false)
+	}
+	c, err := Dial(t.Context(), DialOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(t.Context(), false)
+	r, err := c.Exec(t.Context(), session.ExecRequest{Cmd: "echo served"})
+	if err != nil || r.Output != "served\n" {
+		t.Fatalf("exec with %d idle connections: %v %+v", maxConns-1, err, r)
+	}
+}
