@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
+	"github.com/ptyhub/ptyhub/server"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -309,5 +310,68 @@ func TestServerStatus(t *testing.T) {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("serve --verbose did not log %q:\n%s", want, log.String())
 		}
+	}
+}
+
+// TestServerPoolsPerClient: through the server, each owning connection (ptyhub mcp) has
+// its own limit and the CLI connections share one: a client at its limit prunes its own
+// least recently used session, never another client's.
+func TestServerPoolsPerClient(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	serveLimited(t, h, "1024", "--max-sessions", "9")
+	ctx := context.Background()
+	start := func(c *server.Client) *session.Result {
+		r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: ms(0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	var agents [2]*server.Client
+	for i := range agents {
+		c, err := server.Dial(ctx, server.DialOptions{Socket: h.socket, Name: "mcp", Own: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx, false)
+		agents[i] = c
+	}
+	// Two CLI connections fill the CLI pool.
+	var cli []string
+	for range 9 {
+		c, err := server.Dial(ctx, server.DialOptions{Socket: h.socket, Name: "exec"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cli = append(cli, start(c).SessionID)
+		c.Close(ctx, true)
+	}
+	// The first agent fills its own pool, then goes one over: only its own go.
+	var mine []string
+	for range 9 {
+		mine = append(mine, start(agents[0]).SessionID)
+	}
+	theirs := start(agents[1]).SessionID
+	over := start(agents[0])
+	pruned := strings.Join(over.Warnings, " ")
+	if !strings.Contains(pruned, "session "+mine[0]+" ") {
+		t.Errorf("the 10th session of an agent with a limit of 9 did not prune its oldest (%s): %q", mine[0], over.Warnings)
+	}
+	l, err := agents[1].List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]session.Info{}
+	for _, in := range l.Sessions {
+		state[in.SessionID] = in
+	}
+	for _, id := range append(append([]string{theirs}, cli...), mine[1:]...) {
+		if state[id].State != session.StateRunning {
+			t.Errorf("session %s: %+v, want running", id, state[id])
+		}
+	}
+	if in := state[mine[0]]; in.State != session.StateExited || !in.Pruned {
+		t.Errorf("pruned session %s: %+v", mine[0], in)
 	}
 }
