@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -244,4 +245,38 @@ func TestEdgeStoppedProcesses(t *testing.T) {
 		t.Errorf("kill of a session with a stopped job: %+v", k)
 	}
 	waitNoProcs(t, "PTYHUB_SESSION="+r.UUID)
+}
+
+// Detaching from a full-screen program leaves the human's terminal as it was: main
+// screen, cursor shown, mouse reporting, bracketed paste and application cursor keys
+// off, pen reset; attaching again redraws the program.
+func TestEdgeDetachFromTUIResetsModes(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	out := h.ok("exec", "--json", "--wait-for", "TUI", "--", "bash", "-c",
+		`printf '\033[?1049h\033[?1000h\033[?1006h\033[?2004h\033[?1h\033=\033[?25l\033[7mTUI'; read x`)
+	var r session.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("exec: %v %s", err, out)
+	}
+	tm := h.attach(24, 80, true, r.SessionID)
+	off := tm.waitFor(0, "TUI") // the repaint
+	tm.typ("\x1d")              // ctrl-]: detach
+	if code := tm.wait(); code != 0 {
+		t.Errorf("attach exit status %d", code)
+	}
+	tm.mu.Lock()
+	after := tm.screen.String()[off:]
+	tm.mu.Unlock()
+	for _, reset := range []string{"\x1b[?1049l", "\x1b[?25h", "\x1b[?1000l", "\x1b[?1006l", "\x1b[?2004l", "\x1b[?1l", "\x1b>", "\x1b[0m"} {
+		if !strings.Contains(after, reset) {
+			t.Errorf("after the detach the terminal did not get %q: %q", reset, after)
+		}
+	}
+	tm.sane()
+	tm2 := h.attach(24, 80, true, r.SessionID)
+	tm2.waitFor(0, "TUI")
+	tm2.typ("\x1d")
+	tm2.wait()
+	h.ok("kill", r.SessionID)
 }
