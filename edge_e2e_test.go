@@ -280,3 +280,20 @@ func TestEdgeDetachFromTUIResetsModes(t *testing.T) {
 	tm2.wait()
 	h.ok("kill", r.SessionID)
 }
+
+// A session that keeps forking while it is killed (each job in its own process group)
+// is still emptied by the kill.
+func TestEdgeForkStorm(t *testing.T) {
+	t.Parallel()
+	_, c := newClient(t, session.Options{})
+	r := exec(t, c, session.ExecRequest{Cmd: `set -m; while :; do sleep 1000 & done`, YieldTimeMs: ms(0)})
+	svWait(t, "200 forked jobs", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+r.UUID)) >= 200 })
+	k, err := c.Kill(context.Background(), session.KillRequest{SessionID: r.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.State != session.StateExited {
+		t.Errorf("kill during a fork storm: %+v", k)
+	}
+	waitNoProcs(t, "PTYHUB_SESSION="+r.UUID)
+}
