@@ -265,8 +265,9 @@ func TestEdgeDetachFromTUIResetsModes(t *testing.T) {
 	if code := tm.wait(); code != 0 {
 		t.Errorf("attach exit status %d", code)
 	}
+	end := tm.waitFor(off, "\x1b[0m\x1b[?25h") // the end of the resets
 	tm.mu.Lock()
-	after := tm.screen.String()[off:]
+	after := tm.screen.String()[off:end]
 	tm.mu.Unlock()
 	for _, reset := range []string{"\x1b[?1049l", "\x1b[?25h", "\x1b[?1000l", "\x1b[?1006l", "\x1b[?2004l", "\x1b[?1l", "\x1b>", "\x1b[0m"} {
 		if !strings.Contains(after, reset) {
