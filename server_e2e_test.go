@@ -827,12 +827,11 @@ func TestServerReplacesOtherBuild(t *testing.T) {
 	t.Parallel()
 	h := svNew(t)
 	gone := filepath.Join(t.TempDir(), "ptyhub-go-run")
-	b, err := os.ReadFile(h.bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(gone, b, 0o755); err != nil {
-		t.Fatal(err)
+	// Copied by cp, not written here: a child forked meanwhile by another test would
+	// inherit this process's open-for-writing fd until its exec, and running the copy
+	// would then fail with ETXTBSY ("text file busy").
+	if out, err := osexec.Command("cp", h.bin, gone).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
 	}
 	old := *h
 	old.bin = gone
