@@ -43,6 +43,19 @@ type DialOptions struct {
 	// Warn receives a note for the human when the server is of another build and was
 	// kept because it runs sessions (nil: no note).
 	Warn func(string)
+	// Dialer, when set, makes the connection instead of the Unix socket (Socket and
+	// AutoStart are then unused): a transport to another machine whose far end is
+	// `ptyhub dial-stdio` (see package remote). The server there is whatever build that
+	// machine runs; only its protocol must match. A failed handshake is passed to
+	// Explain, which may return a better error (the transport's stderr, say).
+	Dialer func(ctx context.Context) (net.Conn, error)
+	// Explain, with Dialer, turns a failed handshake on conn into the error to return.
+	Explain func(conn net.Conn, err error) error
+	// Token identifies this client across connections: when an owning connection (Own)
+	// that carries a token drops without saying bye, the server keeps its sessions for
+	// a grace period, and a new connection with the same token takes them back (its
+	// pool, its ended-since-last-call notices). Empty: no grace, sessions end at once.
+	Token string
 }
 
 // connect connects to the server, starting one first if allowed.
@@ -141,7 +154,7 @@ func startServer(o *DialOptions) (<-chan struct{}, error) {
 }
 
 // handshake sends h and reads the welcome.
-func handshake(c *net.UnixConn, h *hello) (*Welcome, error) {
+func handshake(c net.Conn, h *hello) (*Welcome, error) {
 	b, _ := json.Marshal(h)
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	defer c.SetDeadline(time.Time{})
@@ -180,7 +193,7 @@ func handshake(c *net.UnixConn, h *hello) (*Welcome, error) {
 // cancels it on the server (the call then returns what the server returns, as the
 // in-process manager does). Close ends the connection.
 type Client struct {
-	c       *net.UnixConn
+	c       net.Conn
 	welcome *Welcome
 
 	wmu sync.Mutex // serialises writes
@@ -196,7 +209,7 @@ var _ session.Service = (*Client)(nil)
 
 // Dial connects to the server (starting it when o.AutoStart allows) as a service client.
 func Dial(ctx context.Context, o DialOptions) (*Client, error) {
-	c, w, err := dialHello(ctx, &o, &hello{Protocol: Protocol, Build: o.build(), Mode: ModeService, Name: o.Name, Own: o.Own, Caller: o.Caller})
+	c, w, err := dialHello(ctx, &o, &hello{Protocol: Protocol, Build: o.build(), Mode: ModeService, Name: o.Name, Own: o.Own, Caller: o.Caller, Token: o.Token})
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +217,9 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 	go cl.readLoop()
 	return cl, nil
 }
+
+// Done returns a channel closed when the connection to the server has ended.
+func (c *Client) Done() <-chan struct{} { return c.done }
 
 // ServerPID returns the server's process id.
 func (c *Client) ServerPID() int { return c.welcome.PID }
@@ -389,9 +405,16 @@ func (c *Client) Close(ctx context.Context, keep bool) error {
 	return err
 }
 
+// Abandon ends the connection without a goodbye, as a dropped connection ends: a
+// server that knows the client's token keeps its sessions for the grace period.
+func (c *Client) Abandon() {
+	c.c.Close()
+	<-c.done
+}
+
 // Attach is one attached client connection (see DialAttach).
 type Attach struct {
-	c       *net.UnixConn
+	c       net.Conn
 	wmu     sync.Mutex
 	Welcome *Welcome
 }

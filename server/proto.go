@@ -89,6 +89,8 @@ type hello struct {
 	// Own: sessions started on this connection end when it closes (ptyhub mcp without
 	// --keep). Otherwise they stay with the server until killed.
 	Own bool `json:"own,omitempty"`
+	// Token names the client across connections (see DialOptions.Token).
+	Token string `json:"token,omitempty"`
 
 	// Attach mode.
 	Session  string `json:"session,omitempty"`

@@ -55,6 +55,20 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is reported to clients.
 	Version string
+	// Grace is how long the sessions of an owning connection that carried a token
+	// (a remote agent, see DialOptions.Token) outlive its unannounced end, waiting for
+	// the client to come back (default 60 s).
+	Grace time.Duration
+}
+
+// DefaultGrace is Options.Grace's default.
+const DefaultGrace = 60 * time.Second
+
+// claim is the session.Client of one token, shared by that token's connections.
+type claim struct {
+	client *session.Client
+	conns  int         // connections holding it
+	timer  *time.Timer // the grace period, while no connection holds it
 }
 
 // Server serves a session.Manager on a Unix socket. Create it with Listen, run it with
@@ -73,6 +87,7 @@ type Server struct {
 	last    time.Time // when the last connection closed (for the idle exit)
 	closing bool
 	wg      sync.WaitGroup // connection goroutines
+	claims  map[string]*claim
 }
 
 // Listen prepares the socket directory, takes the single-instance lock (the lock file
@@ -134,7 +149,7 @@ func Listen(mgr *session.Manager, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: chmod socket: %w", err)
 	}
 	return &Server{mgr: mgr, opts: opts, started: time.Now(), log: opts.Logger, ln: ln, lock: lock,
-		conns: map[net.Conn]struct{}{}, last: time.Now()}, nil
+		conns: map[net.Conn]struct{}{}, last: time.Now(), claims: map[string]*claim{}}, nil
 }
 
 func trimSpace(b []byte) string {
@@ -209,6 +224,16 @@ func (s *Server) Serve(ctx context.Context) error {
 	case <-time.After(10 * time.Second):
 		s.log.Warn("connections still closing after 10 s")
 	}
+	s.mu.Lock()
+	for tok, cl := range s.claims {
+		if cl.timer != nil && cl.timer.Stop() {
+			delete(s.claims, tok)
+			cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			cl.client.Close(cctx, false)
+			cancel()
+		}
+	}
+	s.mu.Unlock()
 	s.lock.Close()
 	if context.Cause(ctx) == idle {
 		s.log.Info("idle: exiting")
@@ -233,7 +258,9 @@ func (s *Server) watchIdle(ctx context.Context, stop func()) {
 		s.mu.Lock()
 		n, last := len(s.conns), s.last
 		s.mu.Unlock()
-		busy := n > 0
+		s.mu.Lock()
+		busy := n > 0 || len(s.claims) > 0
+		s.mu.Unlock()
 		if !busy {
 			if l, err := lister.List(ctx); err == nil {
 				for _, in := range l.Sessions {
@@ -409,7 +436,14 @@ func (s *Server) serveService(c *net.UnixConn, h hello, w *Welcome) {
 		caller = *h.Caller // checked by serveConn
 	}
 	var client *session.Client
-	if h.Own {
+	token := ""
+	if h.Own && h.Token != "" {
+		token = h.Token
+		client = s.takeClaim(token, func() *session.Client {
+			c, _ := s.mgr.NewClientFor(h.Name, caller)
+			return c
+		})
+	} else if h.Own {
 		client, _ = s.mgr.NewClientFor(h.Name, caller)
 	} else {
 		client, _ = s.mgr.NewPoolClient(h.Name, "cli", caller)
@@ -422,6 +456,11 @@ func (s *Server) serveService(c *net.UnixConn, h hello, w *Welcome) {
 	defer func() {
 		cancelAll()
 		wg.Wait()
+		if token != "" {
+			// Gone without a bye: the client may come back (a dropped ssh).
+			s.dropClaim(token, false, false)
+			return
+		}
 		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		client.Close(cctx, keep)
 		cancel()
@@ -447,9 +486,14 @@ func (s *Server) serveService(c *net.UnixConn, h hello, w *Welcome) {
 			keep = keep || b.Keep
 			cancelAll()
 			wg.Wait()
-			cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			client.Close(cctx, keep)
-			cancel()
+			if token != "" {
+				s.dropClaim(token, true, keep)
+				token = ""
+			} else {
+				cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+				client.Close(cctx, keep)
+				cancel()
+			}
 			out.send(reply(f.ID, struct{}{}))
 			return
 		default:
@@ -476,6 +520,72 @@ func (s *Server) serveService(c *net.UnixConn, h hello, w *Welcome) {
 			})
 		}
 	}
+}
+
+// takeClaim returns the session client of token, held by one more connection: the one
+// its earlier connections used (stopping its grace period), else a new one from create.
+func (s *Server) takeClaim(token string, create func() *session.Client) *session.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cl := s.claims[token]
+	if cl != nil && cl.timer != nil {
+		if !cl.timer.Stop() {
+			cl = nil // the grace period just ended: its sessions are being ended
+		} else {
+			cl.timer = nil
+		}
+	}
+	if cl == nil {
+		cl = &claim{client: create()}
+		s.claims[token] = cl
+	}
+	cl.conns++
+	return cl.client
+}
+
+// dropClaim releases one connection's hold on token's client. After a bye (the client
+// closed it on purpose) the last holder ends its sessions at once (unless keep);
+// otherwise the last holder starts the grace period, at whose end they are ended.
+func (s *Server) dropClaim(token string, bye, keep bool) {
+	s.mu.Lock()
+	cl := s.claims[token]
+	if cl == nil {
+		s.mu.Unlock()
+		return
+	}
+	cl.conns--
+	if cl.conns > 0 {
+		s.mu.Unlock()
+		return
+	}
+	if !bye {
+		grace := s.opts.Grace
+		if grace <= 0 {
+			grace = DefaultGrace
+		}
+		s.log.Info("client gone without a bye: keeping its sessions", "grace", grace)
+		// The grace timer: its function runs once, unless takeClaim stops it first.
+		cl.timer = time.AfterFunc(grace, func() {
+			s.mu.Lock()
+			if s.claims[token] != cl {
+				s.mu.Unlock()
+				return
+			}
+			delete(s.claims, token)
+			s.mu.Unlock()
+			s.log.Info("grace period over: ending the sessions of a client that did not come back")
+			cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			cl.client.Close(cctx, false)
+			cancel()
+		})
+		s.mu.Unlock()
+		return
+	}
+	delete(s.claims, token)
+	s.mu.Unlock()
+	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	cl.client.Close(cctx, keep)
+	cancel()
 }
 
 // dispatch runs one request. A panic becomes an error reply; the server carries on.

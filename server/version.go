@@ -29,7 +29,7 @@ type VersionError struct {
 func (e *VersionError) Error() string {
 	w := e.Server
 	return fmt.Sprintf("the running ptyhub server (pid %d, %s) speaks protocol %d, this ptyhub (%s) protocol %d; it has %s, so it was not replaced: end them, or stop it and them with 'ptyhub kill-server'",
-		w.PID, describeBuild(w.Version, w.Build), w.Protocol, describeBuild("", e.Build), Protocol, runningText(w.Running))
+		w.PID, DescribeBuild(w.Version, w.Build), w.Protocol, DescribeBuild("", e.Build), Protocol, runningText(w.Running))
 }
 
 func runningText(n int) string {
@@ -42,8 +42,8 @@ func runningText(n int) string {
 	return fmt.Sprintf("%d running sessions", n)
 }
 
-// describeBuild names a build for humans: its version when known and a short build id.
-func describeBuild(version, build string) string {
+// DescribeBuild names a build for humans: its version when known and a short build id.
+func DescribeBuild(version, build string) string {
 	id := build
 	if i := strings.LastIndexByte(id, '/'); i >= 0 {
 		id = id[i+1:] // the Go build ID's content hash part
@@ -64,9 +64,9 @@ func describeBuild(version, build string) string {
 func otherBuild(w *Welcome, build string) string {
 	switch {
 	case w.ExeDeleted:
-		return fmt.Sprintf("runs a build whose executable was deleted or replaced (%s)", describeBuild(w.Version, w.Build))
+		return fmt.Sprintf("runs a build whose executable was deleted or replaced (%s)", DescribeBuild(w.Version, w.Build))
 	case w.Build != build:
-		return fmt.Sprintf("runs another build (%s; this ptyhub: %s)", describeBuild(w.Version, w.Build), describeBuild("", build))
+		return fmt.Sprintf("runs another build (%s; this ptyhub: %s)", DescribeBuild(w.Version, w.Build), DescribeBuild("", build))
 	}
 	return ""
 }
@@ -76,7 +76,10 @@ func otherBuild(w *Welcome, build string) string {
 // session, o.AutoStart is set and h is a service hello: it is stopped (SIGTERM, as 'ptyhub kill-server' does)
 // and one of this build started. Otherwise a server of this protocol is used, with a
 // note to o.Warn, and one of another protocol is refused with a *VersionError.
-func dialHello(ctx context.Context, o *DialOptions, h *hello) (*net.UnixConn, *Welcome, error) {
+func dialHello(ctx context.Context, o *DialOptions, h *hello) (net.Conn, *Welcome, error) {
+	if o.Dialer != nil {
+		return dialRemote(ctx, o, h)
+	}
 	for attempt := 0; ; attempt++ {
 		c, err := connect(ctx, o)
 		if err != nil {
@@ -124,6 +127,34 @@ func dialHello(ctx context.Context, o *DialOptions, h *hello) (*net.UnixConn, *W
 		}
 		return c, w, nil
 	}
+}
+
+// dialRemote connects through o.Dialer and says hello. Another build is normal on
+// another machine; another protocol is a *VersionError.
+func dialRemote(ctx context.Context, o *DialOptions, h *hello) (net.Conn, *Welcome, error) {
+	c, err := o.Dialer(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The handshake's own deadline does not cover a cancelled context: close the
+	// connection then, which ends the handshake at once.
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	w, err := handshake(c, h)
+	stop()
+	if err != nil {
+		var verr *VersionError
+		if errors.As(err, &verr) {
+			verr.Build = h.Build
+		}
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+		} else if o.Explain != nil {
+			err = o.Explain(c, err)
+		}
+		c.Close()
+		return nil, nil, err
+	}
+	return c, w, nil
 }
 
 // peerPID returns the pid of the server at the other end of c, after checking that it

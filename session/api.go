@@ -76,6 +76,8 @@ type ExecRequest struct {
 	TimeoutMs       int64             `json:"timeout_ms,omitempty" jsonschema:"hard time limit in ms: the session is killed at the limit and reported as timed out (exit code 124)"`
 	Profile         string            `json:"profile,omitempty" jsonschema:"environment profile: agent (default: TERM=xterm-256color, NO_COLOR=1, pagers off, UTF-8 locale) or plain"`
 	Name            string            `json:"name,omitempty" jsonschema:"name of the session, usable wherever a session id goes; if a session of yours with this name is still running, it is returned (with its new output) instead of starting a duplicate"`
+	// Host is routed by the client side (package remote); a session manager refuses it.
+	Host string `json:"host,omitempty" jsonschema:"run on another machine: a name from the user's ptyhub hosts.json, or ssh://[user@]host[:port], docker://CONTAINER, kube://[NAMESPACE/]POD[/CONTAINER]. The session starts in the remote user's home directory (or workdir, resolved there) with the remote environment plus env; its id reads HOST:ID"`
 }
 
 // WriteRequest is the input of write_stdin.

@@ -100,6 +100,9 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 // Exec starts a session and collects its output for the yield window.
 func (c *Client) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 	t0 := time.Now()
+	if req.Host != "" {
+		return nil, fmt.Errorf("%w: host %q: this session manager runs sessions only on its own machine (ptyhub mcp and the CLI reach other hosts)", ErrInvalid, req.Host)
+	}
 	yield, ywarn, err := yieldDuration(req.YieldTimeMs, DefaultExecYieldMs)
 	if err != nil {
 		return nil, err

@@ -49,7 +49,7 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	fs := newFlagSet("attach", attachHelp)
 	readOnly := fs.Bool("read-only", false, "watch without typing or resizing")
 	keysSpec := fs.String("detach-keys", "ctrl-]", "`keys` that detach, in Docker's syntax (ctrl-p,ctrl-q)")
-	socket := socketFlag(fs)
+	socket := serverFlags(fs)
 	pos, code, done := fs.parseMixed(args, stdout, stderr)
 	if done {
 		return code
@@ -70,8 +70,11 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if w, h, err := term.GetSize(fd); err == nil {
 		rows, cols = h, w
 	}
-	a, err := server.DialAttach(ctx, server.DialOptions{Socket: *socket, AutoStart: true, Name: "attach", Warn: noteOnce},
-		server.AttachOptions{Session: pos[0], ReadOnly: *readOnly, Rows: rows, Cols: cols})
+	o, err := socket.options(ctx, "attach", true)
+	if err != nil {
+		return fail(stderr, "attach", err)
+	}
+	a, err := server.DialAttach(ctx, o, server.AttachOptions{Session: pos[0], ReadOnly: *readOnly, Rows: rows, Cols: cols})
 	if err != nil {
 		return fail(stderr, "attach", err)
 	}

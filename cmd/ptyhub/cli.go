@@ -72,7 +72,7 @@ func printText(w io.Writer, s string) {
 }
 
 // withClient dials the server and runs f with it.
-func withClient(ctx context.Context, socket, cmd string, stderr io.Writer, f func(*server.Client) int) int {
+func withClient(ctx context.Context, socket *target, cmd string, stderr io.Writer, f func(*server.Client) int) int {
 	c, err := dial(ctx, socket, cmd, false, nil)
 	if err != nil {
 		return fail(stderr, cmd, err)
@@ -109,7 +109,7 @@ func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	maxTokens := fs.Int64("max-tokens", 10_000, "token `budget` of the printed output")
 	waitFor := fs.String("wait-for", "", "return as soon as the output matches this `regexp`")
 	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
-	socket := socketFlag(fs)
+	socket := serverFlags(fs)
 	pos, code, done := fs.parseMixed(args, stdout, stderr)
 	if done {
 		return code
@@ -124,7 +124,7 @@ func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	yms := yield.Milliseconds()
 	req.YieldTimeMs = &yms
-	return withClient(ctx, *socket, "write", stderr, func(c *server.Client) int {
+	return withClient(ctx, socket, "write", stderr, func(c *server.Client) int {
 		res, err := c.Write(ctx, req)
 		if err != nil {
 			return fail(stderr, "write", err)
@@ -153,7 +153,7 @@ func runRead(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	tail := fs.Int("tail", 0, "print only the last `N` lines")
 	from := fs.Int64("from", -1, "raw byte `offset` to read from")
 	follow := fs.Bool("f", false, "follow: keep printing new output until the session ends")
-	socket := socketFlag(fs)
+	socket := serverFlags(fs)
 	pos, code, done := fs.parseMixed(args, stdout, stderr)
 	if done {
 		return code
@@ -162,13 +162,13 @@ func runRead(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		return usageError(stderr, "read", "give one session ID")
 	}
 	if *screen {
-		return screenOf(ctx, *socket, "read", pos[0], stdout, stderr)
+		return screenOf(ctx, socket, "read", pos[0], stdout, stderr)
 	}
-	return readOutput(ctx, "read", *socket, pos[0], *raw, *tail, *from, *follow, stdout, stderr)
+	return readOutput(ctx, "read", socket, pos[0], *raw, *tail, *from, *follow, stdout, stderr)
 }
 
 // readOutput prints a session's output (text or raw), and follows it when asked.
-func readOutput(ctx context.Context, cmd, socket, id string, raw bool, tail int, from int64, follow bool, stdout, stderr io.Writer) int {
+func readOutput(ctx context.Context, cmd string, socket *target, id string, raw bool, tail int, from int64, follow bool, stdout, stderr io.Writer) int {
 	req := session.ReadRequest{SessionID: id, TailLines: tail, View: "text"}
 	if raw {
 		req.View = "raw"
@@ -209,8 +209,11 @@ func readOutput(ctx context.Context, cmd, socket, id string, raw bool, tail int,
 		}
 		return 0
 	}
-	a, err := server.DialAttach(ctx, server.DialOptions{Socket: socket, AutoStart: false, Name: cmd, Warn: noteOnce},
-		server.AttachOptions{Session: id, Watch: true, From: &next})
+	o, err := socket.options(ctx, cmd, false)
+	if err != nil {
+		return fail(stderr, cmd, err)
+	}
+	a, err := server.DialAttach(ctx, o, server.AttachOptions{Session: id, Watch: true, From: &next})
 	if err != nil {
 		return fail(stderr, cmd, err)
 	}
@@ -266,14 +269,14 @@ COMMAND and the last line of output.
 func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("ls", lsHelp)
 	jsonOut := fs.Bool("json", false, "print the list as one JSON object")
-	socket := socketFlag(fs)
+	socket := serverFlags(fs)
 	if code, done := fs.parse(args, stdout, stderr); done {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return usageError(stderr, "ls", "takes no arguments")
 	}
-	return withClient(ctx, *socket, "ls", stderr, func(c *server.Client) int {
+	return withClient(ctx, socket, "ls", stderr, func(c *server.Client) int {
 		res, err := c.List(ctx)
 		if err != nil {
 			return fail(stderr, "ls", err)
@@ -302,7 +305,7 @@ func runKill(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	fs := newFlagSet("kill", killHelp)
 	sig := fs.String("signal", "", "send only this `signal` instead of ending the session")
 	all := fs.Bool("all", false, "every running session")
-	socket := socketFlag(fs)
+	socket := serverFlags(fs)
 	pos, code, done := fs.parseMixed(args, stdout, stderr)
 	if done {
 		return code
@@ -310,7 +313,7 @@ func runKill(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if (len(pos) == 0) == !*all {
 		return usageError(stderr, "kill", "give session IDs or --all")
 	}
-	return killOrRemove(ctx, "kill", *socket, pos, *all, false, session.KillRequest{Signal: *sig}, stdout, stderr)
+	return killOrRemove(ctx, "kill", socket, pos, *all, false, session.KillRequest{Signal: *sig}, stdout, stderr)
 }
 
 const rmHelp = `Usage:
@@ -326,7 +329,7 @@ func runRm(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	fs := newFlagSet("rm", rmHelp)
 	all := fs.Bool("all", false, "every session")
 	exited := fs.Bool("exited", false, "every session that has ended")
-	socket := socketFlag(fs)
+	socket := serverFlags(fs)
 	pos, code, done := fs.parseMixed(args, stdout, stderr)
 	if done {
 		return code
@@ -334,13 +337,13 @@ func runRm(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	if *all && *exited || (len(pos) == 0) == !(*all || *exited) {
 		return usageError(stderr, "rm", "give session IDs, --exited or --all")
 	}
-	return killOrRemove(ctx, "rm", *socket, pos, *all, *exited, session.KillRequest{Remove: true}, stdout, stderr)
+	return killOrRemove(ctx, "rm", socket, pos, *all, *exited, session.KillRequest{Remove: true}, stdout, stderr)
 }
 
 // killOrRemove sends req for each id (or for every session, or every exited one,
 // listed first), several at once over one connection, and prints the results in order.
 // It returns 1 if any failed.
-func killOrRemove(ctx context.Context, cmd, socket string, ids []string, all, exited bool, req session.KillRequest, stdout, stderr io.Writer) int {
+func killOrRemove(ctx context.Context, cmd string, socket *target, ids []string, all, exited bool, req session.KillRequest, stdout, stderr io.Writer) int {
 	return withClient(ctx, socket, cmd, stderr, func(c *server.Client) int {
 		if all || exited {
 			l, err := c.List(ctx)
@@ -409,7 +412,7 @@ func runLogs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	fs.Bool("text", true, "the text view (the default; kept for compatibility)")
 	cast := fs.Bool("cast", false, "print the path of the session's asciicast transcript")
 	all := fs.Bool("all", false, "list every transcript on disk")
-	socket := socketFlag(fs)
+	socket := serverFlags(fs)
 	pos, code, done := fs.parseMixed(args, stdout, stderr)
 	if done {
 		return code
@@ -427,7 +430,7 @@ func runLogs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if len(pos) != 1 {
 		return usageError(stderr, "logs", "give one session ID (or --all)")
 	}
-	uuid := transcriptUUID(ctx, *socket, pos[0])
+	uuid := transcriptUUID(ctx, socket, pos[0])
 	if uuid == "" {
 		info, err := transcript.Find(dir, pos[0])
 		if err != nil {
@@ -487,7 +490,7 @@ func readTranscript(ctx context.Context, cmd, id string, raw bool, tail int, std
 
 // transcriptUUID asks the server for the UUID of session id; "" when it does not know it
 // (or there is no server: the transcripts on disk are searched then).
-func transcriptUUID(ctx context.Context, socket, id string) string {
+func transcriptUUID(ctx context.Context, socket *target, id string) string {
 	c, err := dial(ctx, socket, "logs", false, nil)
 	if err != nil {
 		return ""
@@ -548,7 +551,7 @@ programs such as top, vim or less).
 
 func runScreen(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("screen", screenHelp)
-	socket := socketFlag(fs)
+	socket := serverFlags(fs)
 	pos, code, done := fs.parseMixed(args, stdout, stderr)
 	if done {
 		return code
@@ -556,10 +559,10 @@ func runScreen(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if len(pos) != 1 {
 		return usageError(stderr, "screen", "give one session ID")
 	}
-	return screenOf(ctx, *socket, "screen", pos[0], stdout, stderr)
+	return screenOf(ctx, socket, "screen", pos[0], stdout, stderr)
 }
 
-func screenOf(ctx context.Context, socket, cmd, id string, stdout, stderr io.Writer) int {
+func screenOf(ctx context.Context, socket *target, cmd, id string, stdout, stderr io.Writer) int {
 	return withClient(ctx, socket, cmd, stderr, func(c *server.Client) int {
 		res, err := c.Read(ctx, session.ReadRequest{SessionID: id, View: "screen"})
 		if err != nil {

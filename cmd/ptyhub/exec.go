@@ -94,7 +94,7 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	jsonOut := fs.Bool("json", false, "print the result as one JSON object (exec_command's structuredContent) instead of text")
 	verbose := fs.Bool("verbose", false, "log what ptyhub does to stderr")
 	embedded := fs.Bool("embedded", false, "run the session inside this process (killed when ptyhub exec returns) instead of the ptyhub server")
-	socket := socketFlag(fs)
+	socket := serverFlags(fs)
 	if code, done := fs.parse(args, stdout, stderr); done {
 		return code
 	}
@@ -152,6 +152,9 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		return exitError
 	}
 	var client session.Service
+	if *embedded && socket.hostSpec(ctx) != "" {
+		return usageError(stderr, "exec", "--embedded runs on this machine: drop it or --host")
+	}
 	if *embedded {
 		mgr, err := session.NewManager(session.Options{Logger: log})
 		if err != nil {
@@ -174,7 +177,7 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 			}
 		}()
 	} else {
-		c, err := dial(ctx, *socket, "exec", false, &caller)
+		c, err := dial(ctx, socket, "exec", false, &caller)
 		if err != nil {
 			fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
 			return exitError

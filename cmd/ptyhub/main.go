@@ -115,6 +115,7 @@ func init() {
 		{"screen", "print a session's current screen", runScreen},
 		{"serve", "run the per-user server in the foreground", runServe},
 		{"kill-server", "stop the per-user server and every session it runs", runKillServer},
+		{"dial-stdio", "join stdin and stdout to this machine's server (the far end of --host)", runDialStdio},
 		{"mcp", "serve the MCP tools (exec_command, write_stdin, ...) on stdin and stdout", runMCP},
 		{"version", "print the version", runVersion},
 		{"help", "show help for ptyhub or one command", runHelp},
@@ -124,6 +125,24 @@ func init() {
 // run is the whole program behind main, testable: it parses args (without the program
 // name) and returns the exit status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage())
+		return exitUsage
+	}
+	// The global --host, before the command (as docker -H).
+	for len(args) > 0 && (args[0] == "--host" || args[0] == "-host" || strings.HasPrefix(args[0], "--host=")) {
+		if v, ok := strings.CutPrefix(args[0], "--host="); ok {
+			ctx = withHost(ctx, v)
+			args = args[1:]
+			continue
+		}
+		if len(args) < 2 {
+			fmt.Fprintln(stderr, "ptyhub: --host needs a value: ssh://[user@]host[:port], docker://CONTAINER, kube://[NS/]POD[/CONTAINER] or a name from hosts.json")
+			return exitUsage
+		}
+		ctx = withHost(ctx, args[1])
+		args = args[2:]
+	}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage())
 		return exitUsage
@@ -154,7 +173,7 @@ func usage() string {
 	b.WriteString(`ptyhub runs interactive programs on pseudo-terminals for coding agents and humans.
 
 Usage:
-  ptyhub COMMAND [flags] [arguments]
+  ptyhub [--host HOST] COMMAND [flags] [arguments]
 
 Commands:
 `)

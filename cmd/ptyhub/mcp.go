@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/ptyhub/ptyhub/mcpserver"
+	"github.com/ptyhub/ptyhub/remote"
 	"github.com/ptyhub/ptyhub/session"
 )
 
 const mcpHelp = `Usage:
-  ptyhub mcp [--workdir DIR] [--pass-env NAME]... [--embedded] [--keep] [--socket PATH] [--verbose]
+  ptyhub mcp [--host HOST] [--workdir DIR] [--pass-env NAME]... [--embedded] [--keep] [--socket PATH] [--verbose]
 
 Serves ptyhub's MCP tools (exec_command, write_stdin, read_output, list_sessions,
 kill_session, resize_session) on stdin and stdout, for a coding agent that starts it:
@@ -38,13 +39,21 @@ exec_command's env argument sets any variable.
 The sessions live in the per-user ptyhub server (started when none runs), so a human
 sees them with 'ptyhub ls' and can 'ptyhub attach' to type a password or answer a
 prompt. --embedded runs them inside the ptyhub mcp process instead, invisible to the CLI.
+
+Other machines: exec_command's host argument (or --host, or $PTYHUB_HOST, for every
+exec_command without one) runs the command on another machine through ssh, docker exec,
+kubectl exec or a program named in hosts.json; there it starts in the remote user's
+home directory with the remote environment. Its session id reads HOST:ID and every
+tool accepts it; list_sessions covers this machine and every host used. One connection
+per host serves every call and is made again when it drops; the host keeps the sessions
+for 60 s for this client to come back.
 `
 
 func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("mcp", mcpHelp)
 	embedded := fs.Bool("embedded", false, "run sessions inside this process instead of the ptyhub server")
 	keep := fs.Bool("keep", false, "leave sessions running in the server when the client goes away (no effect with --embedded)")
-	socket := socketFlag(fs)
+	socket := serverFlags(fs)
 	verbose := fs.Bool("verbose", false, "log each tool error and lifecycle event to stderr")
 	workdir := fs.String("workdir", "", "run commands in this `directory` (default: the current one)")
 	var passEnv keysFlag
@@ -67,7 +76,11 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	log.Debug("commands run here", "dir", caller.Dir)
 	if !*embedded {
-		return runMCPClient(ctx, *socket, *keep, &caller, stdin, stdout, stderr, log)
+		return runMCPClient(ctx, socket, *keep, &caller, stdin, stdout, stderr, log)
+	}
+	if socket.host != "" {
+		fmt.Fprintln(stderr, "ptyhub mcp: --host needs the server: drop --embedded")
+		return exitUsage
 	}
 	if *keep {
 		log.Warn("--keep has no effect with the embedded manager: sessions end with this process")
@@ -96,15 +109,29 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 
 // runMCPClient serves MCP with the sessions in the per-user server. This connection owns
 // the sessions it starts: they end when ptyhub mcp exits, unless keep.
-func runMCPClient(ctx context.Context, socket string, keep bool, caller *session.Caller, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) int {
-	client, err := dial(ctx, socket, "mcp", true, caller)
+func runMCPClient(ctx context.Context, socket *target, keep bool, caller *session.Caller, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) int {
+	client, err := dial(ctx, &target{socket: socket.socket, local: true}, "mcp", true, caller)
 	if err != nil {
 		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
 		return exitError
 	}
 	log.Debug("serving MCP on stdio", "server_pid", client.ServerPID())
-	// The server ends this connection's sessions (unless keep) before answering the close.
-	return serveMCP(ctx, client, stdin, stdout, stderr, log, func(cctx context.Context) {
+	// Other hosts are reached on first use, each over one connection that this client
+	// owns under one token, so a dropped connection gives its sessions a grace period.
+	multi := &remote.Multi{Local: client, DefaultHost: socket.hostSpec(ctx),
+		Options: remote.Options{Name: "mcp", Own: true, Token: remote.NewToken()}}
+	if multi.DefaultHost != "" {
+		if _, err := remote.Resolve(multi.DefaultHost, nil); err != nil {
+			fmt.Fprintf(stderr, "ptyhub mcp: --host: %s\n", oneLine(err.Error()))
+			client.Close(ctx, false)
+			return exitUsage
+		}
+	}
+	// The servers end this client's sessions (unless keep) before answering the close.
+	return serveMCP(ctx, multi, stdin, stdout, stderr, log, func(cctx context.Context) {
+		if err := multi.Close(cctx, keep); err != nil {
+			log.Warn("closing the host connections", "error", err)
+		}
 		if err := client.Close(cctx, keep); err != nil {
 			log.Warn("closing the server connection", "error", err)
 		}

@@ -44,13 +44,6 @@ func socketFlag(fs *flagSet) *string {
 	return fs.String("socket", "", "server socket `path` (default $PTYHUB_SOCKET, else $XDG_RUNTIME_DIR/ptyhub/server.sock)")
 }
 
-// dial connects to the per-user server as a service client, starting it if needed.
-// Sessions started through it run in caller's directory and environment (nil: for
-// commands that start none).
-func dial(ctx context.Context, socket, name string, own bool, caller *session.Caller) (*server.Client, error) {
-	return server.Dial(ctx, server.DialOptions{Socket: socket, AutoStart: true, Name: name, Own: own, Caller: caller, Warn: noteOnce})
-}
-
 var noted sync.Once
 
 // noteOnce prints a note about the server on stderr, once per process.

@@ -1,0 +1,414 @@
+package remote
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ptyhub/ptyhub/server"
+	"github.com/ptyhub/ptyhub/session"
+)
+
+// Options say how to reach hosts.
+type Options struct {
+	// Name names the client in the host's listings.
+	Name string
+	// Own: sessions started through the connection end when it is closed (ptyhub mcp);
+	// with Token they survive a dropped connection for the server's grace period.
+	Own bool
+	// Token identifies this client across reconnections (see server.DialOptions.Token).
+	Token string
+	// Getenv reads the environment (nil: os.Getenv).
+	Getenv func(string) string
+}
+
+// DialOptions returns the server.DialOptions that reach t through its transport.
+func DialOptions(t Target, o Options) server.DialOptions {
+	return server.DialOptions{
+		Name:  o.Name,
+		Own:   o.Own,
+		Token: o.Token,
+		Dialer: func(ctx context.Context) (net.Conn, error) {
+			return Dial(ctx, t)
+		},
+		Explain: func(conn net.Conn, err error) error { return explain(t, conn, err) },
+	}
+}
+
+// explain turns a failed handshake into an error naming the host and the cause.
+func explain(t Target, conn net.Conn, err error) error {
+	var verr *server.VersionError
+	if errors.As(err, &verr) {
+		return fmt.Errorf("ptyhub on host %s (%s) speaks protocol %d, this ptyhub (%s) protocol %d: install the same release on both machines",
+			t.Name, server.DescribeBuild(verr.Server.Version, verr.Server.Build), verr.Server.Protocol, server.DescribeBuild("", verr.Build), server.Protocol)
+	}
+	var re *server.RemoteError
+	if errors.As(err, &re) {
+		return fmt.Errorf("host %s: %w", t.Name, err)
+	}
+	if c, ok := conn.(*Conn); ok {
+		if cerr := c.Err(5 * time.Second); cerr != nil {
+			return cerr
+		}
+	}
+	return fmt.Errorf("host %s: %w", t.Name, err)
+}
+
+// NewToken returns a random client token.
+func NewToken() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Host is one long-lived connection to a host's server, shared by every call, made on
+// first use and made again on the next call after it dropped. It implements
+// session.Service. A call in flight when the connection drops returns an error (it is
+// not repeated: it may have had its effect); the sessions go on running on the host.
+type Host struct {
+	target Target
+	opts   server.DialOptions
+
+	mu     sync.Mutex // held while dialing, so concurrent first calls share one dial
+	client *server.Client
+}
+
+// NewHost returns a Host for t; it connects on the first call.
+func NewHost(t Target, o Options) *Host {
+	return &Host{target: t, opts: DialOptions(t, o)}
+}
+
+// Target returns the host's target.
+func (h *Host) Target() Target { return h.target }
+
+// get returns the live client, connecting when there is none.
+func (h *Host) get(ctx context.Context) (*server.Client, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.client != nil {
+		select {
+		case <-h.client.Done():
+			h.client.Abandon() // ends the transport
+			h.client = nil
+		default:
+			return h.client, nil
+		}
+	}
+	c, err := server.Dial(ctx, h.opts)
+	if err != nil {
+		return nil, err
+	}
+	h.client = c
+	return c, nil
+}
+
+// lost rewrites the error of a call whose connection dropped.
+func (h *Host) lost(err error) error {
+	if errors.Is(err, server.ErrConnLost) {
+		return fmt.Errorf("the connection to host %s dropped during the call (%v); its sessions keep running there and the next call reconnects", h.target.Name, err)
+	}
+	return err
+}
+
+func call[Req, Res any](h *Host, ctx context.Context, req Req, f func(*server.Client, context.Context, Req) (Res, error)) (Res, error) {
+	c, err := h.get(ctx)
+	if err != nil {
+		var zero Res
+		return zero, err
+	}
+	res, err := f(c, ctx, req)
+	if errors.Is(err, server.ErrConnLost) {
+		h.forget(c)
+	}
+	return res, h.lost(err)
+}
+
+// forget drops c if it is still the current client, so the next call connects again.
+func (h *Host) forget(c *server.Client) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.client == c {
+		h.client = nil
+		c.Abandon() // ends the transport; the server keeps the sessions (no bye)
+	}
+}
+
+// Exec implements session.Service.
+func (h *Host) Exec(ctx context.Context, req session.ExecRequest) (*session.Result, error) {
+	return call(h, ctx, req, (*server.Client).Exec)
+}
+
+// Write implements session.Service.
+func (h *Host) Write(ctx context.Context, req session.WriteRequest) (*session.Result, error) {
+	return call(h, ctx, req, (*server.Client).Write)
+}
+
+// Read implements session.Service.
+func (h *Host) Read(ctx context.Context, req session.ReadRequest) (*session.Result, error) {
+	return call(h, ctx, req, (*server.Client).Read)
+}
+
+// List implements session.Service.
+func (h *Host) List(ctx context.Context) (*session.ListResult, error) {
+	return call(h, ctx, struct{}{}, func(c *server.Client, ctx context.Context, _ struct{}) (*session.ListResult, error) {
+		return c.List(ctx)
+	})
+}
+
+// Kill implements session.Service.
+func (h *Host) Kill(ctx context.Context, req session.KillRequest) (*session.KillResult, error) {
+	return call(h, ctx, req, (*server.Client).Kill)
+}
+
+// Resize implements session.Service.
+func (h *Host) Resize(ctx context.Context, req session.ResizeRequest) (*session.ResizeResult, error) {
+	return call(h, ctx, req, (*server.Client).Resize)
+}
+
+// Close says goodbye to the host's server (its owned sessions end there, unless keep)
+// and ends the transport.
+func (h *Host) Close(ctx context.Context, keep bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.client == nil {
+		return nil
+	}
+	err := h.client.Close(ctx, keep)
+	h.client = nil
+	return err
+}
+
+// Multi is the session.Service of an agent that works on several machines: the local
+// one (Local) and every host it names. ExecRequest.Host (or DefaultHost) picks the
+// machine; ids of sessions on a host read HOST:ID, where HOST is the name the agent gave,
+// and every call taking an id routes by that prefix. List covers the local server and
+// every host used so far.
+type Multi struct {
+	// Local serves sessions of this machine.
+	Local session.Service
+	// DefaultHost, when set, is where exec runs without a host argument.
+	DefaultHost string
+	// Options reach the hosts; Token defaults to a random one per Multi.
+	Options Options
+
+	mu    sync.Mutex
+	hosts map[string]*Host
+	order []string
+}
+
+// Sep separates a host's name from a session id.
+const Sep = ":"
+
+func (m *Multi) host(name string) (*Host, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h := m.hosts[name]; h != nil {
+		return h, nil
+	}
+	t, err := Resolve(name, m.Options.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", session.ErrInvalid, err)
+	}
+	if m.hosts == nil {
+		m.hosts = map[string]*Host{}
+	}
+	if m.Options.Token == "" {
+		m.Options.Token = NewToken()
+	}
+	h := NewHost(t, m.Options)
+	m.hosts[name] = h
+	m.order = append(m.order, name)
+	return h, nil
+}
+
+// route splits a session id into the service that has it and its id there.
+func (m *Multi) route(id string) (session.Service, string, string, error) {
+	i := strings.LastIndex(id, Sep)
+	if i <= 0 {
+		return m.Local, "", id, nil
+	}
+	name := id[:i]
+	h, err := m.host(name)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("%w: session %q: %v", session.ErrNotFound, id, err)
+	}
+	return h, name, id[i+1:], nil
+}
+
+func prefix(name, id string) string {
+	if name == "" || id == "" {
+		return id
+	}
+	return name + Sep + id
+}
+
+func prefixNotices(name string, n *session.Notices) {
+	for i := range n.EndedSinceLastCall {
+		n.EndedSinceLastCall[i].SessionID = prefix(name, n.EndedSinceLastCall[i].SessionID)
+	}
+}
+
+func prefixResult(name string, r *session.Result) {
+	if r == nil || name == "" {
+		return
+	}
+	r.SessionID = prefix(name, r.SessionID)
+	prefixNotices(name, &r.Notices)
+}
+
+// Exec implements session.Service.
+func (m *Multi) Exec(ctx context.Context, req session.ExecRequest) (*session.Result, error) {
+	name := req.Host
+	if name == "" {
+		name = m.DefaultHost
+	}
+	req.Host = ""
+	if name == "" || name == "local" {
+		return m.Local.Exec(ctx, req)
+	}
+	h, err := m.host(name)
+	if err != nil {
+		return nil, err
+	}
+	r, err := h.Exec(ctx, req)
+	prefixResult(name, r)
+	return r, err
+}
+
+// Write implements session.Service.
+func (m *Multi) Write(ctx context.Context, req session.WriteRequest) (*session.Result, error) {
+	svc, name, id, err := m.route(req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	req.SessionID = id
+	r, err := svc.Write(ctx, req)
+	prefixResult(name, r)
+	return r, err
+}
+
+// Read implements session.Service.
+func (m *Multi) Read(ctx context.Context, req session.ReadRequest) (*session.Result, error) {
+	svc, name, id, err := m.route(req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	req.SessionID = id
+	r, err := svc.Read(ctx, req)
+	prefixResult(name, r)
+	return r, err
+}
+
+// Kill implements session.Service.
+func (m *Multi) Kill(ctx context.Context, req session.KillRequest) (*session.KillResult, error) {
+	svc, name, id, err := m.route(req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	req.SessionID = id
+	r, err := svc.Kill(ctx, req)
+	if r != nil && name != "" {
+		r.SessionID = prefix(name, r.SessionID)
+		prefixNotices(name, &r.Notices)
+	}
+	return r, err
+}
+
+// Resize implements session.Service.
+func (m *Multi) Resize(ctx context.Context, req session.ResizeRequest) (*session.ResizeResult, error) {
+	svc, name, id, err := m.route(req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	req.SessionID = id
+	r, err := svc.Resize(ctx, req)
+	if r != nil && name != "" {
+		r.SessionID = prefix(name, r.SessionID)
+		prefixNotices(name, &r.Notices)
+	}
+	return r, err
+}
+
+// List implements session.Service: the local sessions, then those of every host used
+// so far (asked at once); a host that cannot be reached is a warning, not an error.
+func (m *Multi) List(ctx context.Context) (*session.ListResult, error) {
+	m.mu.Lock()
+	names := append([]string(nil), m.order...)
+	hosts := make([]*Host, len(names))
+	for i, n := range names {
+		hosts[i] = m.hosts[n]
+	}
+	m.mu.Unlock()
+	type answer struct {
+		r   *session.ListResult
+		err error
+	}
+	answers := make([]answer, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Go(func() {
+			r, err := h.List(ctx)
+			answers[i] = answer{r, err}
+		})
+	}
+	res, err := m.Local.List(ctx)
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range answers {
+		if a.err != nil {
+			res.AddWarning(fmt.Sprintf("host %s: %v", names[i], a.err))
+			continue
+		}
+		for _, in := range a.r.Sessions {
+			in.SessionID = prefix(names[i], in.SessionID)
+			res.Sessions = append(res.Sessions, in)
+		}
+		prefixNotices(names[i], &a.r.Notices)
+		res.EndedSinceLastCall = append(res.EndedSinceLastCall, a.r.EndedSinceLastCall...)
+		for _, w := range a.r.Warnings {
+			res.AddWarning(fmt.Sprintf("host %s: %s", names[i], w))
+		}
+	}
+	return res, nil
+}
+
+// Hosts returns the names of the hosts used so far, sorted.
+func (m *Multi) Hosts() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	names := append([]string(nil), m.order...)
+	sort.Strings(names)
+	return names
+}
+
+// Close closes every host connection (their owned sessions end there unless keep). It
+// does not close Local.
+func (m *Multi) Close(ctx context.Context, keep bool) error {
+	m.mu.Lock()
+	hosts := make([]*Host, 0, len(m.hosts))
+	for _, h := range m.hosts {
+		hosts = append(hosts, h)
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, h := range hosts {
+		if err := h.Close(ctx, keep); err != nil {
+			errs = append(errs, fmt.Errorf("host %s: %w", h.target.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var (
+	_ session.Service = (*Host)(nil)
+	_ session.Service = (*Multi)(nil)
+)
