@@ -307,6 +307,14 @@ func TestRemoteSSHMCP(t *testing.T) {
 	if ssh2 := rmChildSSH(t, cmd.Process.Pid); ssh2 == ssh {
 		t.Error("no new ssh connection")
 	}
+	// wait_sessions across both machines: the remote session that exits wins.
+	quick := call("exec_command", map[string]any{"host": s.url, "cmd": "read x; echo quick-$x", "yield_time_ms": 0})
+	call("write_stdin", map[string]any{"session_id": quick["session_id"], "chars": "7\n", "yield_time_ms": 0})
+	sc = call("wait_sessions", map[string]any{"session_ids": []string{quick["session_id"].(string), local["session_id"].(string)},
+		"until": []string{"exit"}, "timeout_ms": 120000})
+	if sc["session_id"] != quick["session_id"] || sc["state"] != "exited" {
+		t.Errorf("wait_sessions over both machines: %v", sc)
+	}
 	sc = call("kill_session", map[string]any{"session_id": id, "signal": "INT"})
 	if sc["session_id"] != id {
 		t.Errorf("kill_session answered for %v, want %s", sc["session_id"], id)

@@ -172,6 +172,11 @@ func (h *Host) Resize(ctx context.Context, req session.ResizeRequest) (*session.
 	return call(h, ctx, req, (*server.Client).Resize)
 }
 
+// Wait implements session.Service.
+func (h *Host) Wait(ctx context.Context, req session.WaitRequest) (*session.WaitResult, error) {
+	return call(h, ctx, req, (*server.Client).Wait)
+}
+
 // Close says goodbye to the host's server (its owned sessions end there, unless keep)
 // and ends the transport.
 func (h *Host) Close(ctx context.Context, keep bool) error {
@@ -334,6 +339,122 @@ func (m *Multi) Resize(ctx context.Context, req session.ResizeRequest) (*session
 		prefixNotices(name, &r.Notices)
 	}
 	return r, err
+}
+
+// Wait implements session.Service. Sessions of one machine are waited on there; sessions
+// of several (or, without ids, the sessions of every machine used) are waited on at
+// once on each, and the first event wins: the other waits are cancelled, and one that
+// had an event too is reported in a warning with its output, so none is lost.
+func (m *Multi) Wait(ctx context.Context, req session.WaitRequest) (*session.WaitResult, error) {
+	type group struct {
+		name string
+		svc  session.Service
+		ids  []string
+	}
+	var groups []*group
+	byName := map[string]*group{}
+	add := func(name string, svc session.Service, id string) {
+		g := byName[name]
+		if g == nil {
+			g = &group{name: name, svc: svc}
+			byName[name] = g
+			groups = append(groups, g)
+		}
+		if id != "" {
+			g.ids = append(g.ids, id)
+		}
+	}
+	if len(req.SessionIDs) == 0 {
+		add("", m.Local, "")
+		for _, n := range m.Hosts() {
+			h, _ := m.host(n)
+			add(n, h, "")
+		}
+	}
+	for _, full := range req.SessionIDs {
+		svc, name, id, err := m.route(full)
+		if err != nil {
+			return nil, err
+		}
+		add(name, svc, id)
+	}
+	fix := func(name string, r *session.WaitResult) {
+		if r == nil || name == "" {
+			return
+		}
+		prefixResult(name, &r.Result)
+		for i := range r.Others {
+			r.Others[i].SessionID = prefix(name, r.Others[i].SessionID)
+		}
+	}
+	if len(groups) == 1 {
+		g := groups[0]
+		req.SessionIDs = g.ids
+		r, err := g.svc.Wait(ctx, req)
+		fix(g.name, r)
+		return r, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		g   *group
+		r   *session.WaitResult
+		err error
+	}
+	answers := make(chan answer, len(groups))
+	for _, g := range groups {
+		sub := req
+		sub.SessionIDs = g.ids
+		// One wait per machine: owned by this call, ends when it returns or wctx ends.
+		go func() {
+			r, err := g.svc.Wait(wctx, sub)
+			fix(g.name, r)
+			answers <- answer{g, r, err}
+		}()
+	}
+	var win *session.WaitResult
+	var rest []answer
+	for range groups {
+		a := <-answers
+		if a.err == nil && a.r.SessionID != "" && win == nil {
+			win = a.r
+			cancel()
+			continue
+		}
+		rest = append(rest, a)
+	}
+	var errs []error
+	for _, a := range rest {
+		switch {
+		case a.err != nil:
+			if win == nil || !errors.Is(a.err, context.Canceled) {
+				errs = append(errs, fmt.Errorf("%s: %w", orLocal(a.g.name), a.err))
+			}
+		case win == nil:
+			win = a.r
+		case a.r.SessionID != "":
+			win.AddWarning(fmt.Sprintf("session %s also returned (%s) with this output:\n%s", a.r.SessionID, a.r.ReturnedBecause, a.r.Output))
+			win.Others = append(win.Others, a.r.Others...)
+			win.EndedSinceLastCall = append(win.EndedSinceLastCall, a.r.EndedSinceLastCall...)
+		default:
+			win.Others = append(win.Others, a.r.Others...)
+			win.EndedSinceLastCall = append(win.EndedSinceLastCall, a.r.EndedSinceLastCall...)
+		}
+	}
+	if win == nil {
+		return nil, errors.Join(errs...)
+	}
+	for _, e := range errs {
+		win.AddWarning(e.Error())
+	}
+	return win, nil
+}
+
+func orLocal(name string) string {
+	if name == "" {
+		return "this machine"
+	}
+	return "host " + name
 }
 
 // List implements session.Service: the local sessions, then those of every host used

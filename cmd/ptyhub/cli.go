@@ -594,7 +594,7 @@ func runWait(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	timeout := fs.Duration("timeout", time.Duration(session.DefaultWaitTimeoutMs)*time.Millisecond, "how long to wait at most (max 10m)")
 	maxTokens := fs.Int64("max-tokens", 10_000, "token `budget` of the printed output")
 	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
-	socket := socketFlag(fs)
+	socket := serverFlags(fs)
 	pos, code, done := fs.parseMixed(args, stdout, stderr)
 	if done {
 		return code
@@ -604,7 +604,7 @@ func runWait(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if *until != "" {
 		req.Until = strings.Split(*until, ",")
 	}
-	return withClient(ctx, *socket, "wait", stderr, func(c *server.Client) int {
+	return withClient(ctx, socket, "wait", stderr, func(c *server.Client) int {
 		if len(req.SessionIDs) == 0 {
 			// A CLI connection owns no sessions: wait on every running one.
 			l, err := c.List(ctx)
