@@ -213,6 +213,16 @@ func TestRemoteSSHCLI(t *testing.T) {
 	if out := h.ok("--host", s.url, "ls"); strings.Contains(out, "bash --norc") {
 		t.Errorf("rm over ssh left it listed:\n%s", out)
 	}
+	// logs: the host's server reads the transcript on the host, even of a removed session.
+	if out := h.ok("--host", s.url, "logs", uuid); !strings.Contains(out, "typed-42") || !strings.Contains(out, "att-2") {
+		t.Errorf("logs over ssh:\n%s", out)
+	}
+	if out := h.ok("--host", s.url, "logs", "--all"); !strings.Contains(out, uuid) {
+		t.Errorf("logs --all over ssh does not list %s:\n%s", uuid, out)
+	}
+	if out := h.ok("--host", s.url, "logs", "--cast", uuid); !strings.HasPrefix(out, filepath.Join(s.dir, "remote-state")) {
+		t.Errorf("logs --cast over ssh names %q, not the host's transcript", out)
+	}
 
 	// ptyhub missing on the host: the error names the host and how to install it.
 	_, errs, code := h.inDir(h.dir, "PTYHUB_REMOTE=/nonexistent/ptyhub").run("--host", s.url, "ls")

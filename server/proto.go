@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/ptyhub/ptyhub/session"
+	"github.com/ptyhub/ptyhub/transcript"
 )
 
 // The wire protocol: each frame is a 4-byte big-endian length, then that many bytes of
@@ -68,6 +69,8 @@ type Status struct {
 const (
 	ModeService = "service"
 	ModeAttach  = "attach"
+	// ModeLogs streams a session's transcript (see DialLogs).
+	ModeLogs = "logs"
 )
 
 type frame struct {
@@ -92,6 +95,9 @@ type hello struct {
 	// Token names the client across connections (see DialOptions.Token).
 	Token string `json:"token,omitempty"`
 
+	// Logs mode.
+	Logs *LogsOptions `json:"logs,omitempty"`
+
 	// Attach mode.
 	Session  string `json:"session,omitempty"`
 	ReadOnly bool   `json:"read_only,omitempty"`
@@ -112,6 +118,10 @@ type Welcome struct {
 	ExeDeleted bool `json:"exe_deleted,omitempty"`
 	// Running counts the server's running sessions.
 	Running int `json:"running"`
+	// Logs mode: the transcript streamed (Path, on the server's machine) or, for
+	// LogsOptions.All, every transcript.
+	Path        string            `json:"path,omitempty"`
+	Transcripts []transcript.Info `json:"transcripts,omitempty"`
 	// Attach mode.
 	SessionID string `json:"session_id,omitempty"`
 	Command   string `json:"command,omitempty"`

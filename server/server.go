@@ -391,6 +391,8 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		s.serveService(c, h, w)
 	case ModeAttach:
 		s.serveAttach(c, h, w)
+	case ModeLogs:
+		s.serveLogs(c, h, w)
 	default:
 		refuse("invalid", fmt.Sprintf("unknown mode %q", h.Mode))
 	}

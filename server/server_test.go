@@ -16,12 +16,19 @@ import (
 // svServe runs an in-process server on a private socket until the test ends.
 func svServe(t *testing.T) string {
 	t.Helper()
+	return svServeWith(t, Options{})
+}
+
+// svServeWith is svServe with options (the socket is chosen here).
+func svServeWith(t *testing.T, o Options) string {
+	t.Helper()
 	mgr, err := session.NewManager(session.Options{StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(t.TempDir(), "run", "s.sock")
-	srv, err := Listen(mgr, Options{Socket: sock})
+	o.Socket = sock
+	srv, err := Listen(mgr, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,4 +201,71 @@ func TestManyIdleConnections(t *testing.T) {
 	if err != nil || r.Output != "served\n" {
 		t.Fatalf("exec with %d idle connections: %v %+v", maxConns-1, err, r)
 	}
+}
+
+// svState polls the state of session id as a CLI connection sees it until it is want.
+func svState(t *testing.T, sock, id, want string) {
+	t.Helper()
+	c, err := Dial(t.Context(), DialOptions{Socket: sock, Name: "look"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(t.Context(), true)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		l, err := c.List(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range l.Sessions {
+			if in.SessionID == id && in.State == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s never became %s: %+v", id, want, l.Sessions)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// An owning connection with a token that drops keeps its sessions for the grace
+// period; a connection with the same token takes them back (its bye ends them), and
+// without one they end when the grace period is over.
+func TestTokenGrace(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	zero := int64(0)
+	start := func(sock, token string) (*Client, string) {
+		c, err := Dial(ctx, DialOptions{Socket: sock, Name: "agent", Own: true, Token: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"cat"}, YieldTimeMs: &zero})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, r.SessionID
+	}
+
+	long := svServeWith(t, Options{Grace: time.Hour})
+	c, id := start(long, "tok-a")
+	c.Abandon()
+	svState(t, long, id, session.StateRunning)
+	c2, err := Dial(ctx, DialOptions{Socket: long, Name: "agent", Own: true, Token: "tok-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c2.Write(ctx, session.WriteRequest{SessionID: id, Chars: "back\n", WaitFor: "back"}); err != nil || !strings.Contains(r.Output, "back") {
+		t.Fatalf("write after reconnecting: %v %+v", err, r)
+	}
+	if err := c2.Close(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	svState(t, long, id, session.StateExited) // the client that came back owned it
+
+	short := svServeWith(t, Options{Grace: 50 * time.Millisecond})
+	c, id = start(short, "tok-b")
+	c.Abandon()
+	svState(t, short, id, session.StateExited)
 }

@@ -167,6 +167,9 @@ func (m *Manager) recordDir() (string, error) {
 	return transcript.SessionsDir(m.opts.StateDir)
 }
 
+// TranscriptDir returns the directory of the manager's transcripts.
+func (m *Manager) TranscriptDir() (string, error) { return m.recordDir() }
+
 // TranscriptPath returns the path of the transcript of session id (a short
 // id, UUID or unique UUID prefix). The file exists unless recording is off
 // (Options.NoRecord) or could not start (logged).

@@ -200,7 +200,7 @@ func readOutput(ctx context.Context, cmd string, socket *target, id string, raw 
 		return code
 	}
 	if gone {
-		return readTranscript(ctx, cmd, id, raw, tail, stdout, stderr)
+		return readTranscript(ctx, cmd, socket, id, raw, tail, stdout, stderr)
 	}
 	io.WriteString(stdout, text)
 	if !follow {
@@ -417,65 +417,82 @@ func runLogs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if done {
 		return code
 	}
-	dir, err := transcript.SessionsDir("")
-	if err != nil {
-		return fail(stderr, "logs", err)
-	}
 	if *all {
 		if len(pos) != 0 {
 			return usageError(stderr, "logs", "--all takes no session ID")
 		}
-		return listTranscripts(dir, stdout, stderr)
+		a, err := dialLogs(ctx, socket, server.LogsOptions{All: true})
+		if err != nil {
+			return fail(stderr, "logs", err)
+		}
+		a.Close()
+		return listTranscripts(a.Welcome.Transcripts, stdout)
 	}
 	if len(pos) != 1 {
 		return usageError(stderr, "logs", "give one session ID (or --all)")
 	}
-	uuid := transcriptUUID(ctx, socket, pos[0])
-	if uuid == "" {
-		info, err := transcript.Find(dir, pos[0])
-		if err != nil {
-			return fail(stderr, "logs", fmt.Errorf("no session or transcript %q (ptyhub logs --all lists the transcripts): %w", pos[0], err))
-		}
-		uuid = info.UUID
-	}
-	path := transcript.Path(dir, uuid)
-	if *cast {
-		fmt.Fprintln(stdout, path)
-		return 0
-	}
-	rc, err := transcript.Output(ctx, path, transcript.OutputOptions{Follow: *follow, Markers: true, Text: !*raw})
+	// The server reads the transcript on its machine (this one, or --host's).
+	a, err := dialLogs(ctx, socket, server.LogsOptions{ID: pos[0], PathOnly: *cast, Follow: *follow, Markers: true, Text: !*raw})
 	if err != nil {
 		return fail(stderr, "logs", err)
 	}
-	defer rc.Close()
-	if _, err := io.Copy(stdout, rc); err != nil && !errors.Is(err, context.Canceled) {
+	if *cast {
+		a.Close()
+		fmt.Fprintln(stdout, a.Welcome.Path)
+		return 0
+	}
+	if err := copyLogs(ctx, a, stdout); err != nil {
 		return fail(stderr, "logs", err)
 	}
 	return 0
 }
 
+// dialLogs asks the target's server for a transcript (see server.DialLogs).
+func dialLogs(ctx context.Context, t *target, l server.LogsOptions) (*server.Attach, error) {
+	o, err := t.options(ctx, "logs", true)
+	if err != nil {
+		return nil, err
+	}
+	return server.DialLogs(ctx, o, l)
+}
+
+// copyLogs copies a transcript stream to w until its end (nil), ctx's end (nil: the
+// user pressed Ctrl-C during a follow) or a failure. It closes a.
+func copyLogs(ctx context.Context, a *server.Attach, w io.Writer) error {
+	stop := context.AfterFunc(ctx, func() { a.Close() })
+	defer stop()
+	defer a.Close()
+	for {
+		data, ended, _, err := a.Recv()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		w.Write(data)
+		if ended {
+			return nil
+		}
+	}
+}
+
 // readTranscript prints the output of a session the server no longer has (removed,
 // pruned, or from before a restart) from its transcript on disk, found by short id, UUID
 // or UUID prefix.
-func readTranscript(ctx context.Context, cmd, id string, raw bool, tail int, stdout, stderr io.Writer) int {
-	dir, err := transcript.SessionsDir("")
+func readTranscript(ctx context.Context, cmd string, socket *target, id string, raw bool, tail int, stdout, stderr io.Writer) int {
+	a, err := dialLogs(ctx, socket, server.LogsOptions{ID: id, Text: !raw})
 	if err != nil {
+		if errors.Is(err, session.ErrNotFound) {
+			err = fmt.Errorf("%w %s: no such session, and no transcript of it ('ptyhub ls' lists the sessions, 'ptyhub logs --all' the transcripts)", session.ErrNotFound, id)
+		}
 		return fail(stderr, cmd, err)
 	}
-	info, err := transcript.Find(dir, id)
-	if err != nil {
-		return fail(stderr, cmd, fmt.Errorf("%w %s: no such session, and no transcript of it ('ptyhub ls' lists the sessions, 'ptyhub logs --all' the transcripts)", session.ErrNotFound, id))
-	}
-	rc, err := transcript.Output(ctx, info.Path, transcript.OutputOptions{Text: !raw})
-	if err != nil {
+	var b strings.Builder
+	if err := copyLogs(ctx, a, &b); err != nil {
 		return fail(stderr, cmd, err)
 	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		return fail(stderr, cmd, err)
-	}
-	text := string(b)
+	text := b.String()
 	if tail > 0 {
 		lines := strings.SplitAfter(strings.TrimSuffix(text, "\n"), "\n")
 		text = strings.Join(lines[max(0, len(lines)-tail):], "") + "\n"
@@ -488,39 +505,8 @@ func readTranscript(ctx context.Context, cmd, id string, raw bool, tail int, std
 	return 0
 }
 
-// transcriptUUID asks the server for the UUID of session id; "" when it does not know it
-// (or there is no server: the transcripts on disk are searched then).
-func transcriptUUID(ctx context.Context, socket *target, id string) string {
-	c, err := dial(ctx, socket, "logs", false, nil)
-	if err != nil {
-		return ""
-	}
-	defer c.Close(ctx, true)
-	l, err := c.List(ctx)
-	if err != nil {
-		return ""
-	}
-	var match string
-	for _, s := range l.Sessions {
-		if s.SessionID == id || s.UUID == id {
-			return s.UUID
-		}
-		if strings.HasPrefix(s.UUID, strings.ToLower(id)) {
-			if match != "" {
-				return "" // ambiguous here: let the transcript search say so
-			}
-			match = s.UUID
-		}
-	}
-	return match
-}
-
 // listTranscripts prints one line per transcript on disk, oldest first.
-func listTranscripts(dir string, stdout, stderr io.Writer) int {
-	infos, err := transcript.List(dir)
-	if err != nil {
-		return fail(stderr, "logs", err)
-	}
+func listTranscripts(infos []transcript.Info, stdout io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tUUID\tSTARTED\tSIZE\tSTATE\tCOMMAND")
 	for _, in := range infos {
