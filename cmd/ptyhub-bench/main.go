@@ -44,6 +44,7 @@ func main() {
 	flood := flag.Int64("flood", 0, "also measure a flood of this many bytes (e.g. 1073741824)")
 	mcpArgs := flag.String("mcp-args", "", "extra arguments for `ptyhub mcp`, e.g. --embedded")
 	idle := flag.Int("idle", 1000, "idle sessions to start for the memory and latency-under-load figure (0: skip)")
+	remoteHost := flag.String("remote", "", "also measure the REPL turn on this `host` (ssh://…, reached with $PTYHUB_SSH; ptyhub must be on it) against a bare ssh turn")
 	inits := flag.Bool("check-inits", false, "only check that no package init of ptyhub takes over 1 ms (for CI), then exit")
 	flag.Parse()
 	if *inits {
@@ -54,7 +55,7 @@ func main() {
 		}
 		return
 	}
-	if err := withBinary(*bin, func(bin, dir string) error { return run(*n, bin, dir, *flood, *idle, *mcpArgs) }); err != nil {
+	if err := withBinary(*bin, func(bin, dir string) error { return run(*n, bin, dir, *flood, *idle, *mcpArgs, *remoteHost) }); err != nil {
 		fmt.Fprintln(os.Stderr, "ptyhub-bench:", err)
 		os.Exit(1)
 	}
@@ -98,7 +99,7 @@ func withBinary(bin string, f func(bin, dir string) error) error {
 	return f(bin, dir)
 }
 
-func run(n int, bin, dir string, flood int64, idle int, mcpArgs string) error {
+func run(n int, bin, dir string, flood int64, idle int, mcpArgs, remoteHost string) error {
 	ctx := context.Background()
 	args := []string{"mcp"}
 	if mcpArgs != "" {
@@ -252,6 +253,14 @@ func run(n int, bin, dir string, flood int64, idle int, mcpArgs string) error {
 			}
 		}
 		f.note = fmt.Sprintf("returned because: %v", because)
+		figs = append(figs, f)
+	}
+
+	if remoteHost != "" {
+		f, err := remoteTurn(n, remoteHost, call)
+		if err != nil {
+			return fmt.Errorf("remote turn: %w", err)
+		}
 		figs = append(figs, f)
 	}
 
