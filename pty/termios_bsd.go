@@ -1,0 +1,9 @@
+//go:build darwin || freebsd
+
+package pty
+
+import "golang.org/x/sys/unix"
+
+const ioctlGetTermios = unix.TIOCGETA
+
+const ioctlSetTermios = unix.TIOCSETA
