@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ptyhub/ptyhub/proc"
 )
 
 // helperEnv marks the re-executed binary as a reaper; the socket to the manager is fd 3.
@@ -302,7 +304,7 @@ func (h *helper) reap() {
 		done = append(done, ended{pid, l.tag, ws})
 	}
 	// Orphans: every child that is not a leader.
-	for _, c := range newProcTree().children(h.self) {
+	for _, c := range proc.Children(h.self) {
 		if _, isLeader := h.leaders[c]; isLeader {
 			continue
 		}
@@ -329,7 +331,7 @@ func (h *helper) continueStopped(pid int, sig syscall.Signal) {
 }
 
 // members returns the live processes of the session tagged tag (see sessionMembers).
-func (h *helper) members(tag string) []*proc {
+func (h *helper) members(tag string) []proc.Info {
 	h.mu.Lock()
 	leaderPid, known := h.tags[tag]
 	leaderAlive := false
@@ -358,9 +360,10 @@ func (h *helper) members(tag string) []*proc {
 }
 
 // sweep ends every process of the session tagged tag (every descendant with tag ""):
-// SIGHUP+SIGCONT and SIGTERM to all, then, after the grace period or as soon as they are
-// gone, rounds of SIGSTOP+SIGKILL until none is left. first is called with the processes
-// found by the first pass; the same list is returned.
+// the kill sequence of package proc — SIGHUP+SIGCONT and SIGTERM to all, then, after the
+// grace period or as soon as they are gone, rounds of SIGSTOP+SIGKILL until none is
+// left. first is called with the processes found by the first pass; the same list is
+// returned.
 //
 // With aside set, sweep returns right after calling first and the escalation goes on in
 // its own goroutine (owned by the sweep; it ends when the session's tree is empty).
@@ -368,13 +371,9 @@ func (h *helper) sweep(tag string, grace time.Duration, first func([]Survivor), 
 	found := h.members(tag)
 	surv := make([]Survivor, 0, len(found))
 	for _, p := range found {
-		surv = append(surv, Survivor{PID: p.pid, Command: commandLine(p.pid)})
+		surv = append(surv, Survivor{PID: p.PID, Command: proc.CommandLine(p.PID)})
 	}
-	for _, p := range found {
-		unix.Kill(p.pid, syscall.SIGHUP)
-		unix.Kill(p.pid, syscall.SIGCONT)
-		unix.Kill(p.pid, syscall.SIGTERM)
-	}
+	proc.Terminate(pids(found))
 	if first != nil {
 		first(surv)
 	}
@@ -392,30 +391,12 @@ func (h *helper) sweep(tag string, grace time.Duration, first func([]Survivor), 
 
 // escalate waits up to grace for the session's processes to go, then kills what is left.
 func (h *helper) escalate(tag string, grace time.Duration) {
-	deadline := time.Now().Add(grace)
-	wait := time.Millisecond
-	for time.Now().Before(deadline) {
-		time.Sleep(wait)
-		wait = min(wait*2, 50*time.Millisecond)
+	proc.Escalate(func() []int {
 		if h.gone(tag) {
-			h.forget(tag)
-			return
+			return nil
 		}
-	}
-	for range 100 {
-		left := h.members(tag)
-		if len(left) == 0 && h.gone(tag) {
-			break
-		}
-		// Stop first so a fork storm cannot outrun the kills.
-		for _, p := range left {
-			unix.Kill(p.pid, syscall.SIGSTOP)
-		}
-		for _, p := range left {
-			unix.Kill(p.pid, syscall.SIGKILL)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return pids(h.members(tag))
+	}, grace)
 	h.forget(tag)
 }
 

@@ -11,7 +11,6 @@
 package reaper
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,12 +18,13 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ptyhub/ptyhub/proc"
 )
 
 // EnvSession is the variable every session's processes carry (value: the session UUID).
@@ -286,35 +286,17 @@ func (r *Reaper) Survivors(tag string) []Survivor {
 	}
 	var out []Survivor
 	for _, p := range sessionMembers(r.cmd.Process.Pid, tag, leaderPid, false, live, sidOf) {
-		if p.pid != leaderPid {
-			out = append(out, Survivor{PID: p.pid, Command: commandLine(p.pid)})
+		if p.PID != leaderPid {
+			out = append(out, Survivor{PID: p.PID, Command: proc.CommandLine(p.PID)})
 		}
 	}
 	return out
 }
 
-// ExitStatusOf reads the wait status of an exited, unreaped (held) process from
-// /proc/PID/stat. ok is false when the process is not a zombie or the field is unreadable.
-func ExitStatusOf(pid int) (ws syscall.WaitStatus, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+2:]))
-	// f[0] is field 3 (state); exit_code is field 52.
-	if len(f) < 50 || f[0] != "Z" {
-		return 0, false
-	}
-	code, err := strconv.Atoi(f[49])
-	if err != nil {
-		return 0, false
-	}
-	return syscall.WaitStatus(code), true
-}
+// ExitStatusOf reads the wait status of an exited, unreaped (held) process without
+// reaping it (see proc.ExitStatus). ok is false when the process is not a zombie or the
+// status is unreadable.
+func ExitStatusOf(pid int) (ws syscall.WaitStatus, ok bool) { return proc.ExitStatus(pid) }
 
 // CanReadExitStatus reports whether this process may read exit statuses of the reaper's
 // children from /proc (ptrace read access, as to /proc/PID/environ). Without it the

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/pty"
 )
 
@@ -98,7 +99,7 @@ func TestSpawnOutputAndChildState(t *testing.T) {
 func alive(pids []int) []int {
 	var out []int
 	for _, pid := range pids {
-		if p := readStat(pid, make([]byte, 512)); p != nil && !p.dead() {
+		if p, err := proc.Stat(pid); err == nil && !p.Dead() {
 			out = append(out, pid)
 		}
 	}

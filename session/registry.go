@@ -1,16 +1,14 @@
 package session
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
-	"time"
 
+	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/reaper"
 	"github.com/ptyhub/ptyhub/transcript"
 )
@@ -150,23 +148,7 @@ func (r *registry) sweepStale(log func(string, ...any)) {
 	if len(found) > 0 {
 		log("sweeping processes left by a manager that died", "sessions", len(stale), "processes", len(found))
 	}
-	for _, pid := range found {
-		syscall.Kill(pid, syscall.SIGHUP)
-		syscall.Kill(pid, syscall.SIGCONT)
-		syscall.Kill(pid, syscall.SIGTERM)
-	}
-	deadline := time.Now().Add(reaper.DefaultGrace)
-	for left := found; len(left) > 0; left = members() {
-		if time.Now().After(deadline) {
-			for _, pid := range left {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-		if time.Now().After(deadline.Add(5 * time.Second)) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	proc.Kill(found, members, reaper.DefaultGrace)
 	for uuid := range stale {
 		os.Remove(r.path(uuid))
 	}
@@ -175,48 +157,24 @@ func (r *registry) sweepStale(log func(string, ...any)) {
 // sessionProcs lists live processes whose environment carries PTYHUB_SESSION=<uuid> for
 // one of the given sessions (one pass over the process table).
 func sessionProcs(sessions map[string]regEntry) []int {
-	ents, _ := os.ReadDir("/proc")
 	var pids []int
-	prefix := []byte(reaper.EnvSession + "=")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
+	self := os.Getpid()
+	for _, p := range proc.List() {
+		if p.PID == self || p.Dead() {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue
-		}
-		for _, kv := range bytes.Split(b, []byte{0}) {
-			if bytes.HasPrefix(kv, prefix) {
-				if _, ok := sessions[string(kv[len(prefix):])]; ok && procStart(pid) != 0 {
-					pids = append(pids, pid)
-				}
-				break
+		if v, ok := proc.Getenv(p.PID, reaper.EnvSession); ok {
+			if _, mine := sessions[v]; mine {
+				pids = append(pids, p.PID)
 			}
 		}
 	}
 	return pids
 }
 
-// procStart returns the start time of pid (clock ticks since boot, /proc/PID/stat field
-// 22), 0 when it is gone or a zombie.
-func procStart(pid int) uint64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0
-	}
-	f := strings.Fields(string(b[i+2:]))
-	if len(f) < 20 || f[0] == "Z" {
-		return 0
-	}
-	v, _ := strconv.ParseUint(f[19], 10, 64)
-	return v
-}
+// procStart returns the start identifier of pid (see proc.Info.Start), 0 when it is gone
+// or a zombie.
+func procStart(pid int) uint64 { return proc.StartTime(pid) }
 
 // Recover ends, aside, what sessions of managers that died (together with their reaper)
 // left running, found in the registry of the state directory. A server calls it at start;

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/pty"
 )
 
@@ -51,7 +52,8 @@ type waitState struct {
 	dev     uint64 // st_rdev of /dev/pts/N; 0 until known
 	devErr  bool   // PeerDevice failed: recognise the tty by /dev/tty only
 	buf     []byte // scratch for /proc reads
-	visited []int  // scratch for the process walk
+	pr      proc.Reader
+	visited []int // scratch for the process walk
 }
 
 // waitVerdict is the outcome of one look at the terminal's foreground.
@@ -199,12 +201,8 @@ func (s *Session) scanForegroundIn(w *waitState, pgrp int) (sc fgScan) {
 	// check examines every thread of process pid; false means busy.
 	check := func(pid, nthreads int) bool {
 		examined++
-		tids := []int{pid}
-		if nthreads > 1 {
-			tids = listTasks(pid)
-		}
-		for _, tid := range tids {
-			st, ok := w.threadState(pid, tid)
+		for _, tid := range w.pr.Tasks(pid, nthreads) {
+			st, ok := w.pr.ThreadState(pid, tid)
 			if !ok {
 				continue // gone
 			}
@@ -237,21 +235,21 @@ func (s *Session) scanForegroundIn(w *waitState, pgrp int) (sc fgScan) {
 	w.visited = append(w.visited[:0], s.pid)
 	for i := 0; i < len(w.visited) && i < maxWaitProcs; i++ {
 		pid := w.visited[i]
-		st, ok := w.procStat(pid)
+		st, ok := w.pr.Stat(pid)
 		if !ok {
 			continue
 		}
-		if st.pgrp == pgrp {
+		if st.Pgid == pgrp {
 			sawLeader = sawLeader || pid == pgrp
-			if st.state != 'Z' && st.state != 'X' && !check(pid, st.threads) {
+			if !st.Dead() && !check(pid, st.Threads) {
 				return fgScan{busy: true}
 			}
 		}
-		w.visited = w.appendChildren(w.visited, pid, st.threads)
+		w.visited = w.pr.AppendChildren(w.visited, pid, st.Threads)
 	}
 	if !sawLeader {
-		if st, ok := w.procStat(pgrp); ok && st.pgrp == pgrp && st.state != 'Z' && st.state != 'X' {
-			if !check(pgrp, st.threads) {
+		if st, ok := w.pr.Stat(pgrp); ok && st.Pgid == pgrp && !st.Dead() {
+			if !check(pgrp, st.Threads) {
 				return fgScan{busy: true}
 			}
 		}
@@ -260,80 +258,6 @@ func (s *Session) scanForegroundIn(w *waitState, pgrp int) (sc fgScan) {
 		return fgScan{}
 	}
 	return sc
-}
-
-// procStat is what the detector needs from /proc/PID/stat.
-type procStat struct {
-	state   byte
-	pgrp    int
-	threads int
-}
-
-func (w *waitState) procStat(pid int) (procStat, bool) {
-	b, ok := w.read("/proc/" + strconv.Itoa(pid) + "/stat")
-	if !ok {
-		return procStat{}, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return procStat{}, false
-	}
-	f := bytes.Fields(b[i+2:])
-	if len(f) < 18 {
-		return procStat{}, false
-	}
-	p := procStat{state: f[0][0]}
-	p.pgrp, _ = strconv.Atoi(string(f[2]))
-	p.threads, _ = strconv.Atoi(string(f[17]))
-	return p, true
-}
-
-func (w *waitState) threadState(pid, tid int) (byte, bool) {
-	b, ok := w.read("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/stat")
-	if !ok {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0, false
-	}
-	return b[i+2], true
-}
-
-// appendChildren appends the children of every thread of pid.
-func (w *waitState) appendChildren(out []int, pid, nthreads int) []int {
-	tids := []int{pid}
-	if nthreads > 1 {
-		tids = listTasks(pid)
-	}
-	for _, tid := range tids {
-		b, ok := w.read("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/children")
-		if !ok {
-			continue
-		}
-		for _, f := range bytes.Fields(b) {
-			if c, err := strconv.Atoi(string(f)); err == nil {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
-}
-
-func listTasks(pid int) []int {
-	d, err := os.Open("/proc/" + strconv.Itoa(pid) + "/task")
-	if err != nil {
-		return nil
-	}
-	names, _ := d.Readdirnames(-1)
-	d.Close()
-	tids := make([]int, 0, len(names))
-	for _, n := range names {
-		if t, err := strconv.Atoi(n); err == nil {
-			tids = append(tids, t)
-		}
-	}
-	return tids
 }
 
 // read reads a small /proc file into the scratch buffer.

@@ -1,0 +1,153 @@
+// Package proc reads the facts ptyhub needs about other processes — state, parent,
+// process group, session, controlling terminal, start time, children, one environment
+// entry, the state of each thread — and owns the one sequence that ends a set of
+// processes.
+//
+// Linux reads /proc; darwin and FreeBSD ask sysctl kern.proc (kern.procargs2 or
+// kern.proc.env for another process's environment). Every reader is side-effect free and
+// treats a process that vanishes while it is read as gone.
+package proc
+
+import (
+	"errors"
+	"syscall"
+	"time"
+)
+
+// ErrGone is returned for a process that does not exist (or no longer does).
+var ErrGone = errors.New("proc: no such process")
+
+// Info is one process's line of the process table.
+type Info struct {
+	PID, PPID int
+	Pgid, Sid int
+	// State is the scheduler state as a Linux-style letter: R running, S sleeping, D
+	// disk sleep, T stopped, Z zombie, I idle.
+	State byte
+	// TTY is the device number of the controlling terminal, 0 for none.
+	TTY uint64
+	// Start identifies this incarnation of PID: two reads of the same process give the
+	// same value, a reused pid a different one. 0 when unknown. Its unit is the OS's.
+	Start uint64
+	// Threads is the number of threads, 0 when the OS does not say.
+	Threads int
+	// CPU is the process's CPU time so far, in the OS's units (Linux: clock ticks;
+	// BSD: microseconds), for telling whether it made progress between two reads.
+	CPU uint64
+}
+
+// Dead reports whether the process has exited (a zombie or being torn down).
+func (i Info) Dead() bool { return i.State == 'Z' || i.State == 'X' }
+
+// Asleep reports whether the process sleeps (interruptibly) rather than runs, waits on
+// disk, or is stopped.
+func (i Info) Asleep() bool { return i.State == 'S' || i.State == 'I' }
+
+// Stat reads one process. It returns ErrGone when pid does not exist.
+func Stat(pid int) (Info, error) { return stat(pid) }
+
+// StartTime returns pid's start identifier (see Info.Start), 0 when it is gone or a
+// zombie.
+func StartTime(pid int) uint64 {
+	i, err := stat(pid)
+	if err != nil || i.Dead() {
+		return 0
+	}
+	return i.Start
+}
+
+// Children returns the direct children of pid (of all its threads). A vanished pid has
+// none.
+func Children(pid int) []int { return children(pid) }
+
+// List reads the whole process table; processes that vanish while it reads are skipped.
+func List() []Info { return list() }
+
+// Getenv returns the value of key in pid's environment as it was at exec (what
+// /proc/PID/environ or KERN_PROCARGS2 show), ok false when absent or unreadable.
+func Getenv(pid int, key string) (string, bool) { return getenv(pid, key) }
+
+// CommandLine returns pid's command line joined by spaces and shortened to about 200
+// bytes, for reports; "" when unreadable.
+func CommandLine(pid int) string {
+	s := commandLine(pid)
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// ThreadStates returns the state letter of each thread of pid (see Info.State); ok is
+// false where the OS does not give per-thread states.
+func ThreadStates(pid int) (states []byte, ok bool) { return threadStates(pid) }
+
+// Tree answers "children of pid" for a walk over many processes: it may read the whole
+// process table once (where the OS has no per-process children list) and reuse it.
+type Tree struct {
+	byParent map[int][]int // set once a full scan ran
+}
+
+// Children returns the children of pid as of the walk.
+func (t *Tree) Children(pid int) []int {
+	if t.byParent == nil {
+		if kids, ok := fastChildren(pid); ok {
+			return kids
+		}
+		t.byParent = map[int][]int{}
+		for _, p := range list() {
+			t.byParent[p.PPID] = append(t.byParent[p.PPID], p.PID)
+		}
+	}
+	return t.byParent[pid]
+}
+
+// Terminate is the first, polite half of the kill sequence: SIGHUP (the terminal went
+// away), SIGCONT (so a stopped process can act on it) and SIGTERM to every pid.
+func Terminate(pids []int) {
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGHUP)
+		syscall.Kill(pid, syscall.SIGCONT)
+		syscall.Kill(pid, syscall.SIGTERM)
+	}
+}
+
+// Escalate is the second half: it waits up to grace for left() to come back empty
+// (checking with a backoff from 1 ms to 50 ms), then runs up to 100 rounds of SIGSTOP
+// and SIGKILL to what left() returns, stopping first so that a fork storm cannot outrun
+// the kills. It returns true once left() is empty. left must re-read the process table.
+func Escalate(left func() []int, grace time.Duration) bool {
+	deadline := time.Now().Add(grace)
+	wait := time.Millisecond
+	for time.Now().Before(deadline) {
+		time.Sleep(wait)
+		wait = min(wait*2, 50*time.Millisecond)
+		if len(left()) == 0 {
+			return true
+		}
+	}
+	for range 100 {
+		l := left()
+		if len(l) == 0 {
+			return true
+		}
+		for _, pid := range l {
+			syscall.Kill(pid, syscall.SIGSTOP)
+		}
+		for _, pid := range l {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return len(left()) == 0
+}
+
+// Kill runs the whole sequence: Terminate(found), then Escalate(left, grace).
+func Kill(found []int, left func() []int, grace time.Duration) bool {
+	Terminate(found)
+	return Escalate(left, grace)
+}
+
+// ExitStatus reads the wait status of a zombie (an exited process its parent has not
+// reaped) without reaping it. ok is false when pid is not a zombie or the status is not
+// readable (Linux shows it only to a process with ptrace access to pid).
+func ExitStatus(pid int) (ws syscall.WaitStatus, ok bool) { return exitStatus(pid) }

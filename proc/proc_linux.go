@@ -1,0 +1,240 @@
+package proc
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Reader reads /proc into one scratch buffer, for walks that read many small files (the
+// waiting-for-input detector). Not safe for concurrent use; the zero value is ready.
+type Reader struct {
+	buf []byte
+}
+
+// read reads a small /proc file into the scratch buffer.
+func (r *Reader) read(path string) ([]byte, bool) {
+	if r.buf == nil {
+		r.buf = make([]byte, 4096)
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	n, err := unix.Read(fd, r.buf)
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return nil, false
+	}
+	return r.buf[:n], true
+}
+
+// Stat reads /proc/PID/stat.
+func (r *Reader) Stat(pid int) (Info, bool) {
+	b, ok := r.read("/proc/" + strconv.Itoa(pid) + "/stat")
+	if !ok {
+		return Info{}, false
+	}
+	return parseStat(pid, b)
+}
+
+// parseStat parses "pid (comm) state ppid pgrp session tty_nr …"; comm may hold spaces
+// and parentheses, so the fields start after the last ')'.
+func parseStat(pid int, b []byte) (Info, bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return Info{}, false
+	}
+	f := bytes.Fields(b[i+2:])
+	if len(f) < 20 {
+		return Info{}, false
+	}
+	num := func(k int) uint64 {
+		v, _ := strconv.ParseUint(string(f[k]), 10, 64)
+		return v
+	}
+	inum := func(k int) int {
+		v, _ := strconv.Atoi(string(f[k]))
+		return v
+	}
+	in := Info{PID: pid, State: f[0][0], PPID: inum(1), Pgid: inum(2), Sid: inum(3),
+		Threads: inum(17), Start: num(19), CPU: num(11) + num(12)}
+	if tty := num(4); tty != 0 {
+		// tty_nr packs the device number as the kernel's old encoding.
+		major := uint32(tty>>8) & 0xfff
+		minor := uint32(tty&0xff) | uint32(tty>>12)&0xfff00
+		in.TTY = unix.Mkdev(major, minor)
+	}
+	return in, true
+}
+
+// ThreadState returns the state letter of thread tid of process pid.
+func (r *Reader) ThreadState(pid, tid int) (byte, bool) {
+	b, ok := r.read("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/stat")
+	if !ok {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, false
+	}
+	return b[i+2], true
+}
+
+// Tasks lists the thread ids of pid (just pid when threads is 1).
+func (r *Reader) Tasks(pid, threads int) []int {
+	if threads == 1 {
+		return []int{pid}
+	}
+	d, err := os.Open("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return nil
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	tids := make([]int, 0, len(names))
+	for _, n := range names {
+		if t, err := strconv.Atoi(n); err == nil {
+			tids = append(tids, t)
+		}
+	}
+	return tids
+}
+
+// AppendChildren appends the children of every thread of pid (threads as in Info).
+func (r *Reader) AppendChildren(out []int, pid, threads int) []int {
+	for _, tid := range r.Tasks(pid, threads) {
+		b, ok := r.read("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/children")
+		if !ok {
+			continue
+		}
+		for _, f := range bytes.Fields(b) {
+			if c, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func stat(pid int) (Info, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return Info{}, ErrGone
+	}
+	in, ok := parseStat(pid, b)
+	if !ok {
+		return Info{}, ErrGone
+	}
+	return in, nil
+}
+
+func list() []Info {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	out := make([]Info, 0, len(names))
+	var r Reader
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		if in, ok := r.Stat(pid); ok {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+func children(pid int) []int {
+	var t Tree
+	return t.Children(pid)
+}
+
+// fastChildren reads /proc/PID/task/*/children. ok is false when the kernel has no
+// children files (CONFIG_PROC_CHILDREN off); a vanished pid has none.
+func fastChildren(pid int) (kids []int, ok bool) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, true // gone
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(dir + task.Name() + "/children")
+		if err != nil {
+			if os.IsNotExist(err) {
+				if _, serr := os.Stat(dir + task.Name()); serr == nil {
+					return nil, false // the thread exists but the file does not
+				}
+			}
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				kids = append(kids, n)
+			}
+		}
+	}
+	return kids, true
+}
+
+func getenv(pid int, key string) (string, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return "", false
+	}
+	return lookupEnv(b, key)
+}
+
+func commandLine(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || len(b) == 0 {
+		b, _ = os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		return strings.TrimSpace(string(b))
+	}
+	return strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " ")
+}
+
+func threadStates(pid int) ([]byte, bool) {
+	var r Reader
+	in, ok := r.Stat(pid)
+	if !ok {
+		return nil, false
+	}
+	var out []byte
+	for _, tid := range r.Tasks(pid, in.Threads) {
+		if s, ok := r.ThreadState(pid, tid); ok {
+			out = append(out, s)
+		}
+	}
+	return out, true
+}
+
+func exitStatus(pid int) (syscall.WaitStatus, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, false
+	}
+	f := bytes.Fields(b[i+2:])
+	// f[0] is field 3 (state); exit_code is field 52.
+	if len(f) < 50 || f[0][0] != 'Z' {
+		return 0, false
+	}
+	code, err := strconv.Atoi(string(f[49]))
+	if err != nil {
+		return 0, false
+	}
+	return syscall.WaitStatus(code), true
+}

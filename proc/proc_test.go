@@ -1,0 +1,186 @@
+package proc
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ptyhub/ptyhub/pty"
+)
+
+func TestStatSelf(t *testing.T) {
+	in, err := Stat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, _ := unix.Getsid(0)
+	if in.PID != os.Getpid() || in.PPID != os.Getppid() || in.Pgid != syscall.Getpgrp() || in.Sid != sid {
+		t.Fatalf("Stat(self) = %+v; want pid %d ppid %d pgid %d sid %d", in, os.Getpid(), os.Getppid(), syscall.Getpgrp(), sid)
+	}
+	if in.Start == 0 || StartTime(os.Getpid()) != in.Start {
+		t.Fatalf("start time %d, again %d", in.Start, StartTime(os.Getpid()))
+	}
+	if in.Dead() {
+		t.Fatalf("self is dead: %c", in.State)
+	}
+	if !slices.ContainsFunc(List(), func(p Info) bool { return p.PID == in.PID && p.Start == in.Start }) {
+		t.Fatal("List() misses this process")
+	}
+}
+
+func TestChildFacts(t *testing.T) {
+	cmd := exec.Command("sleep", "100")
+	cmd.Env = append(os.Environ(), "PTYHUB_PROC_TEST=x y=z")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	// The child execs sleep after fork: wait for the exec (its command line changes).
+	for !strings.Contains(CommandLine(pid), "sleep 100") {
+		runtime.Gosched()
+	}
+	in, err := Stat(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.PPID != os.Getpid() || in.Sid != pid || in.Pgid != pid || in.TTY != 0 {
+		t.Fatalf("Stat(child) = %+v", in)
+	}
+	if !slices.Contains(Children(os.Getpid()), pid) {
+		t.Fatalf("Children(self) = %v, misses %d", Children(os.Getpid()), pid)
+	}
+	var tr Tree
+	if !slices.Contains(tr.Children(os.Getpid()), pid) {
+		t.Fatal("Tree.Children misses the child")
+	}
+	if v, ok := Getenv(pid, "PTYHUB_PROC_TEST"); !ok || v != "x y=z" {
+		t.Fatalf("Getenv = %q, %v", v, ok)
+	}
+	if _, ok := Getenv(pid, "PTYHUB_PROC_TES"); ok {
+		t.Fatal("Getenv matched a prefix of a key")
+	}
+	// Ended but not waited for: a zombie, which has no start time.
+	cmd.Process.Kill()
+	for {
+		in, err := Stat(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.Dead() {
+			break
+		}
+		runtime.Gosched()
+	}
+	if StartTime(pid) != 0 {
+		t.Fatal("a zombie has a start time")
+	}
+	cmd.Wait()
+	if _, err := Stat(pid); !errors.Is(err, ErrGone) {
+		t.Fatalf("Stat of a reaped child: %v", err)
+	}
+}
+
+func TestControllingTTY(t *testing.T) {
+	m, tty, err := pty.Open(24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cmd := exec.Command("sleep", "100")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	dev, err := m.PeerDevice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		in, err := Stat(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.TTY == dev {
+			break
+		}
+		if in.TTY != 0 {
+			t.Fatalf("controlling terminal %#x, want %#x", in.TTY, dev)
+		}
+		runtime.Gosched()
+	}
+}
+
+func TestThreadStates(t *testing.T) {
+	s, ok := ThreadStates(os.Getpid())
+	if runtime.GOOS != "linux" {
+		if ok {
+			t.Fatal("thread states where the OS has none")
+		}
+		return
+	}
+	if !ok || len(s) < 2 { // the Go runtime always runs several threads
+		t.Fatalf("ThreadStates(self) = %q, %v", s, ok)
+	}
+}
+
+// TestKill: a process that ignores SIGHUP and SIGTERM is ended by the escalation.
+func TestKill(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `trap "" HUP TERM; echo ready; exec sleep 100`)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	buf := make([]byte, 6)
+	if _, err := out.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	left := func() []int {
+		if in, err := Stat(pid); err == nil && !in.Dead() {
+			return []int{pid}
+		}
+		return nil
+	}
+	if !Kill([]int{pid}, left, 20*time.Millisecond) {
+		t.Fatal("Kill gave up")
+	}
+	err := cmd.Wait()
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("ended with %v, want SIGKILL", err)
+	}
+}
+
+func TestSplitArgs(t *testing.T) {
+	// KERN_PROCARGS2: argc, exec path, padding, argv, environment.
+	b := binary.NativeEndian.AppendUint32(nil, 2)
+	b = append(b, "/bin/sleep\x00\x00\x00\x00sleep\x00100\x00A=1\x00PTYHUB_SESSION=u\x00\x00junk"...)
+	argv, env := splitArgs(b, true)
+	if joinArgs(argv) != "sleep 100" || len(env) != 2 || string(env[1]) != "PTYHUB_SESSION=u" {
+		t.Fatalf("argv %q env %q", argv, env)
+	}
+	argv, _ = splitArgs([]byte("ls\x00-l\x00"), false)
+	if joinArgs(argv) != "ls -l" {
+		t.Fatalf("argv %q", argv)
+	}
+	if v, ok := lookupEnv([]byte("A=1\x00PTYHUB_SESSION=u\x00"), "PTYHUB_SESSION"); !ok || v != "u" {
+		t.Fatalf("lookupEnv = %q, %v", v, ok)
+	}
+	if bsdState(3) != 'S' || bsdState(5) != 'Z' || bsdState(2) != 'R' || bsdState(4) != 'T' {
+		t.Fatal("bsdState")
+	}
+}
