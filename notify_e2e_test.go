@@ -178,3 +178,72 @@ func TestMCPWaitSessions(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPResources: sessions are resources; a subscribed client hears that a session
+// waits for input and that it exited, and the list follows sessions coming and going,
+// without polling; a long call with a progressToken reports the output so far.
+func TestMCPResources(t *testing.T) {
+	t.Parallel()
+	for _, mode := range [][]string{{"mcp"}, {"mcp", "--embedded"}} {
+		t.Run(strings.Join(mode, "-"), func(t *testing.T) {
+			t.Parallel()
+			build, ask, slow := mkfifo(t), mkfifo(t), mkfifo(t)
+			const uri1, uri2 = "ptyhub://session/1", "ptyhub://session/2"
+			steps := []map[string]any{
+				tool("build", "exec_command", map[string]any{"cmd": "echo compiling; cat '" + build + "' >/dev/null; echo built; exit 4", "yield_time_ms": 0}),
+				{"step": "listed", "notification": "notifications/resources/list_changed"},
+				{"step": "list", "resources": true},
+				{"step": "sub1", "subscribe": uri1},
+				{"step": "release", "release": build},
+				{"step": "exited", "notification": "notifications/resources/updated", "uri": uri1},
+				{"step": "read1", "read": uri1},
+				tool("ask", "exec_command", map[string]any{"cmd": "cat '" + ask + "' >/dev/null; read -p 'Deploy? [y/n] ' a", "yield_time_ms": 0}),
+				{"step": "sub2", "subscribe": uri2},
+				{"step": "release2", "release": ask},
+				{"step": "waits", "notification": "notifications/resources/updated", "uri": uri2},
+				tool("rm", "kill_session", map[string]any{"session_id": "1", "remove": true}),
+				{"step": "removed", "notification": "notifications/resources/list_changed", "count": 3},
+				{"step": "list2", "resources": true},
+				{"step": "screen", "read": uri2 + "/screen"},
+			}
+			long := tool("long", "exec_command", map[string]any{"cmd": "echo working-1; cat '" + slow + "' >/dev/null; echo finished", "yield_time_ms": 60000})
+			long["async"], long["progress"] = true, true
+			steps = append(steps, long,
+				map[string]any{"step": "progressed", "notification": "notifications/progress"},
+				map[string]any{"step": "release3", "release": slow},
+				map[string]any{"await": "long"})
+			got, notes := runNotify(t, mode, steps)
+			if p := got["progressed"]; p.Error != "" || !strings.Contains(string(p.Result), `"message":"working-1"`) {
+				t.Errorf("no progress with the last line: %s %s", p.Result, p.Error)
+			}
+			if !strings.Contains(got["long"].Text, "finished") {
+				t.Errorf("the call with progress: %s", got["long"].Text)
+			}
+			for _, n := range notes {
+				if n.Notification == "notifications/progress" && n.Params["progress"].(float64) <= 0 {
+					t.Errorf("progress %v", n.Params)
+				}
+			}
+			if !strings.Contains(string(got["list"].Result), uri1) {
+				t.Errorf("resources/list lacks %s: %s", uri1, got["list"].Result)
+			}
+			if got["exited"].Error != "" || got["waits"].Error != "" {
+				t.Errorf("no resources/updated: exit %q, waiting %q", got["exited"].Error, got["waits"].Error)
+			}
+			var rd struct {
+				Contents []struct{ URI, MimeType, Text string }
+			}
+			json.Unmarshal(got["read1"].Result, &rd)
+			if len(rd.Contents) != 2 || !strings.Contains(rd.Contents[0].Text, "compiling\nbuilt") || rd.Contents[1].URI != uri1+"/screen" {
+				t.Errorf("resources/read %s: %s", uri1, got["read1"].Result)
+			}
+			if strings.Contains(string(got["list2"].Result), `"`+uri1+`"`) || !strings.Contains(string(got["list2"].Result), uri2) {
+				t.Errorf("after removing session 1, resources/list: %s", got["list2"].Result)
+			}
+			json.Unmarshal(got["screen"].Result, &rd)
+			if len(rd.Contents) != 1 || !strings.Contains(rd.Contents[0].Text, "Deploy? [y/n]") {
+				t.Errorf("screen of %s: %s", uri2, got["screen"].Result)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 // Package mcpserver serves ptyhub's tools (exec_command, write_stdin, read_output,
 // list_sessions, kill_session, resize_session, wait_sessions) over MCP with the official
-// Go SDK.
+// Go SDK, and the sessions as resources with subscriptions (resources.go) and progress
+// notifications (progress.go).
 //
 // The tools are thin: each decodes its typed input (the session package's request
 // structs; their JSON schema is derived from the structs, and the SDK rejects unknown
@@ -56,6 +57,7 @@ type Server struct {
 	log  *slog.Logger
 	mcp  *mcp.Server
 	sem  chan struct{}
+	res  *resources // resources.go: sessions as MCP resources
 
 	// base ends every in-flight call when Serve's context ends (the SDK does not cancel
 	// handlers on its own shutdown; it waits for them).
@@ -80,14 +82,22 @@ func New(svc session.Service, opts Options) *Server {
 	}
 	s := &Server{svc: svc, opts: opts, log: log, sem: make(chan struct{}, opts.MaxInFlight)}
 	s.base, s.shutdown = context.WithCancel(context.Background())
+	s.res = newResources(s)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "ptyhub", Title: "ptyhub", Version: opts.Version},
 		&mcp.ServerOptions{
 			Instructions: instructions,
 			Logger:       log,
 			// No logging capability: logs go to stderr, not to the model.
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{},
+				Resources: &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true}},
+			SubscribeHandler:   s.res.subscribe,
+			UnsubscribeHandler: s.res.unsubscribe,
 		})
 	s.addTools()
+	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: uriPrefix + "{id}", Name: "session",
+		MIMEType: "text/plain", Description: "A session's output (text view), by id or name"}, s.res.read)
+	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: uriPrefix + "{id}" + screenSuffix, Name: "session-screen",
+		MIMEType: "text/plain", Description: "A session's terminal screen, by id or name"}, s.res.read)
 	s.mcp.AddReceivingMiddleware(s.explainArgumentErrors)
 	return s
 }
@@ -106,6 +116,11 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }() // ends when the connection is fully closed
+	rctx, stopRes := context.WithCancel(ctx)
+	resDone := make(chan struct{})
+	// Keeps the resource list in step with the sessions; ends when Serve returns.
+	go func() { s.res.run(rctx); close(resDone) }()
+	defer func() { stopRes(); <-resDone }()
 	select {
 	case err := <-done:
 		if errors.Is(err, io.EOF) {
@@ -360,7 +375,9 @@ func handler[In any, Out texter](s *Server, call func(context.Context, In) (Out,
 		stop := context.AfterFunc(s.base, cancel)
 		defer stop()
 
+		stopProgress := s.progress(ctx, req, in)
 		out, err := call(ctx, in)
+		stopProgress()
 		if err == nil && isNil(out) {
 			err = errors.New("the service returned no result")
 		}

@@ -64,6 +64,11 @@ func (f *fakeService) Resize(ctx context.Context, r session.ResizeRequest) (*ses
 	return f.resize(ctx, r)
 }
 
+func (f *fakeService) Watch(ctx context.Context, r session.WatchRequest) (*session.WatchResult, error) {
+	<-ctx.Done() // nothing ever changes
+	return nil, ctx.Err()
+}
+
 func (f *fakeService) Wait(ctx context.Context, r session.WaitRequest) (*session.WaitResult, error) {
 	f.record(r)
 	return f.wait(ctx, r)

@@ -54,7 +54,16 @@ func (r *rpc) recv() response {
 		err  error
 	}
 	ch := make(chan lineErr, 1)
-	go func() { l, err := r.out.ReadString('\n'); ch <- lineErr{l, err} }()
+	go func() {
+		for {
+			l, err := r.out.ReadString('\n')
+			if err == nil && strings.Contains(l, `"method":"notifications/`) && !strings.Contains(l, `"id"`) {
+				continue // a notification, not the response
+			}
+			ch <- lineErr{l, err}
+			return
+		}
+	}()
 	select {
 	case le := <-ch:
 		if le.err != nil {

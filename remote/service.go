@@ -177,6 +177,11 @@ func (h *Host) Wait(ctx context.Context, req session.WaitRequest) (*session.Wait
 	return call(h, ctx, req, (*server.Client).Wait)
 }
 
+// Watch implements session.Service.
+func (h *Host) Watch(ctx context.Context, req session.WatchRequest) (*session.WatchResult, error) {
+	return call(h, ctx, req, (*server.Client).Watch)
+}
+
 // Close says goodbye to the host's server (its owned sessions end there, unless keep)
 // and ends the transport.
 func (h *Host) Close(ctx context.Context, keep bool) error {
@@ -503,6 +508,12 @@ func (m *Multi) List(ctx context.Context) (*session.ListResult, error) {
 }
 
 // Hosts returns the names of the hosts used so far, sorted.
+// Watch implements session.Service for the local sessions only: sessions of other
+// hosts are not followed as resources.
+func (m *Multi) Watch(ctx context.Context, req session.WatchRequest) (*session.WatchResult, error) {
+	return m.Local.Watch(ctx, req)
+}
+
 func (m *Multi) Hosts() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -392,6 +392,15 @@ func (c *Client) Wait(ctx context.Context, req session.WaitRequest) (*session.Wa
 	return r, nil
 }
 
+// Watch implements session.Service.
+func (c *Client) Watch(ctx context.Context, req session.WatchRequest) (*session.WatchResult, error) {
+	r := &session.WatchResult{}
+	if err := c.call(ctx, opWatch, req, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // Close ends the connection. When the client owns its sessions (DialOptions.Own) and keep
 // is false, it first waits (bounded by ctx) until the server has ended them, so they are
 // gone when Close returns; with keep they stay with the server.

@@ -43,6 +43,7 @@ const (
 	opKill   = "kill"
 	opResize = "resize"
 	opWait   = "wait"
+	opWatch  = "watch"
 	opStatus = "status" // the server's health: body none, reply Status
 	opCancel = "cancel"
 	opBye    = "bye" // end the connection; body byeBody: sessions owned by it end unless keep

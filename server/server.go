@@ -639,6 +639,11 @@ func (s *Server) dispatch(ctx context.Context, c *session.Client, f *frame) (r *
 		if err = strictDecode(f.Body, &req); err == nil {
 			out, err = c.Wait(ctx, req)
 		}
+	case opWatch:
+		var req session.WatchRequest
+		if err = strictDecode(f.Body, &req); err == nil {
+			out, err = c.Watch(ctx, req)
+		}
 	default:
 		err = fmt.Errorf("%w: unknown request %q", session.ErrInvalid, f.Op)
 	}

@@ -28,6 +28,9 @@ type Service interface {
 	// Wait blocks until the first of some sessions exits, waits for input or matches a
 	// pattern, and returns that session's new output (wait.go).
 	Wait(ctx context.Context, req WaitRequest) (*WaitResult, error)
+	// Watch blocks until sessions start, end or are removed, or one of some sessions
+	// starts waiting for input (watch.go). It consumes no output.
+	Watch(ctx context.Context, req WatchRequest) (*WatchResult, error)
 }
 
 var (

@@ -65,6 +65,8 @@ type Manager struct {
 	poolSeq  int                         // names the private pools of clients
 	live     int                         // sessions whose exit is not yet recorded
 	closed   bool
+	gen      uint64        // changes when a session starts, ends or is removed (watch.go)
+	genCh    chan struct{} // closed at the next change; nil until someone waits
 	// starts counts starts under way; added to only under mu while !closed, so Close
 	// can wait for them after setting closed.
 	starts sync.WaitGroup
@@ -81,6 +83,7 @@ func (m *Manager) drop(s *Session) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.sessions[s.id] == s {
+		m.bumpLocked()
 		delete(m.sessions, s.id)
 		delete(m.pools[s.pool], s.id)
 		if len(m.pools[s.pool]) == 0 {
@@ -477,6 +480,7 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 	}
 	s.id = m.nextID
 	m.sessions[s.id] = s
+	m.bumpLocked()
 	if m.pools[pool] == nil {
 		m.pools[pool] = map[int]*Session{}
 	}
@@ -520,6 +524,7 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		m.mu.Unlock()
 		close(s.exited)
 		close(s.quit)
+		m.bump()
 		return s, warns, nil
 	}
 	m.log.Debug("session started", "session", s.id, "pid", s.pid, "command", command, "pool", pool, "running", live)

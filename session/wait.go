@@ -56,8 +56,10 @@ type WaitResult struct {
 	Others []SessionLine `json:"others"`
 }
 
-// waitEvents is the set of events a wait counts.
-type waitEvents struct{ exit, waiting, pattern bool }
+// waitEvents is the set of events a wait counts. Waiting for input counts when it is
+// news: by default with output the agent has not read or after the program was seen busy
+// during this watch; with onlyNews only the latter; with always at once.
+type waitEvents struct{ exit, waiting, pattern, onlyNews, always bool }
 
 func parseUntil(until []string, pattern bool) (waitEvents, error) {
 	if len(until) == 0 {
@@ -356,7 +358,7 @@ func (s *Session) watch(ctx context.Context, ev waitEvents, re *regexp.Regexp) s
 			}
 			if !now.Before(nextLook) {
 				waiting, unread := s.lookWaiting(now.Sub(lastOut))
-				if waiting && (unread || seenBusy) {
+				if waiting && (ev.always || unread && !ev.onlyNews || seenBusy) {
 					return BecauseWaitingForInput
 				}
 				if !waiting {

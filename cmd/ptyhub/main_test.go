@@ -286,15 +286,19 @@ func TestMCPLifecycle(t *testing.T) {
 				if !strings.Contains(line, `"id"`) {
 					return nil
 				}
-				l, err := out.ReadString('\n')
-				if err != nil {
-					t.Fatalf("read: %v (stderr %s)", err, stderr)
+				for {
+					l, err := out.ReadString('\n')
+					if err != nil {
+						t.Fatalf("read: %v (stderr %s)", err, stderr)
+					}
+					var m map[string]any
+					if err := json.Unmarshal([]byte(l), &m); err != nil {
+						t.Fatalf("stdout line %q is not JSON: %v", l, err)
+					}
+					if _, ok := m["id"]; ok { // not a notification (resources/list_changed)
+						return m
+					}
 				}
-				var m map[string]any
-				if err := json.Unmarshal([]byte(l), &m); err != nil {
-					t.Fatalf("stdout line %q is not JSON: %v", l, err)
-				}
-				return m
 			}
 			rpc(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
 			rpc(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)

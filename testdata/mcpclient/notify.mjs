@@ -14,7 +14,7 @@
 //              {"step": "rd", "read": "ptyhub://..."},     // resources/read
 //              {"step": "sub", "subscribe": "ptyhub://..."},
 //              {"step": "n", "notification": "notifications/resources/updated",
-//               "uri": "ptyhub://..."}]                    // wait for one (30 s)
+//               "uri": "ptyhub://...", "count": 2}]        // wait for the 2nd (30 s)
 // Prints one JSON line per step: {"step", "isError", "text", "structured"} for tools,
 // {"step", "result"} for the resource calls and awaited notifications, {"step", "error"}
 // on failure; every notification received as {"notification": method, "params": ...};
@@ -108,8 +108,11 @@ for (const s of steps) {
     await other(s, () => client.subscribeResource({ uri: s.subscribe }));
   } else if (s.notification) {
     await other(s, () => {
-      const match = (m, p) => m === s.notification && (!s.uri || p?.uri === s.uri);
-      const got = seen.find((n) => match(n.method, n.params));
+      // The count-th matching notification (default the first), seen or still to come.
+      const want = s.count ?? 1;
+      let n = 0;
+      const match = (m, p) => m === s.notification && (!s.uri || p?.uri === s.uri) && ++n >= want;
+      const got = seen.find((x) => match(x.method, x.params));
       if (got) return got.params;
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error("no " + s.notification + " within 30 s")), 30000);

@@ -1,0 +1,232 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ptyhub/ptyhub/session"
+)
+
+// Sessions as MCP resources. Each session is the resource ptyhub://session/ID: reading
+// it returns its text view (escapes removed) and, for terminal sessions, its screen as a
+// second content (ptyhub://session/ID/screen, also readable alone). The list follows the
+// sessions (notifications/resources/list_changed when they come and go); a subscriber of
+// a session gets notifications/resources/updated when it exits or starts waiting for
+// input. The service's Watch says when anything changed, so nothing here polls.
+
+const (
+	uriPrefix    = "ptyhub://session/"
+	screenSuffix = "/screen"
+)
+
+func sessionURI(id string) string { return uriPrefix + id }
+
+// sessionOf returns the session id of a resource URI and whether it names the screen.
+func sessionOf(uri string) (id string, screen, ok bool) {
+	rest, ok := strings.CutPrefix(uri, uriPrefix)
+	if !ok || rest == "" {
+		return "", false, false
+	}
+	if r, found := strings.CutSuffix(rest, screenSuffix); found {
+		return r, true, r != ""
+	}
+	return rest, false, !strings.Contains(rest, "/")
+}
+
+// resources keeps the MCP resource list in step with the sessions of one service.
+type resources struct {
+	s *Server
+
+	mu      sync.Mutex
+	subs    map[string]bool   // subscribed session ids
+	states  map[string]string // listed session id → its last known state
+	waiting map[string]bool   // sessions whose subscribers heard they wait for input
+	kick    chan struct{}     // capacity 1: the subscriptions changed
+}
+
+func newResources(s *Server) *resources {
+	return &resources{s: s, subs: map[string]bool{}, states: map[string]string{}, waiting: map[string]bool{}, kick: make(chan struct{}, 1)}
+}
+
+func (r *resources) poke() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// subscribe and unsubscribe are the SDK's handlers: they record which sessions the
+// client wants to hear about.
+func (r *resources) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+	id, _, ok := sessionOf(req.Params.URI)
+	if !ok {
+		return fmt.Errorf("unknown resource %q: session resources are %sID", req.Params.URI, uriPrefix)
+	}
+	r.mu.Lock()
+	r.subs[id] = true
+	r.mu.Unlock()
+	r.poke()
+	return nil
+}
+
+func (r *resources) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
+	if id, _, ok := sessionOf(req.Params.URI); ok {
+		r.mu.Lock()
+		delete(r.subs, id)
+		r.mu.Unlock()
+		r.poke()
+	}
+	return nil
+}
+
+// run follows the service until ctx ends: one Watch call at a time, restarted when the
+// subscriptions change. Owned by Serve; stops with its context.
+func (r *resources) run(ctx context.Context) {
+	var gen uint64
+	first := true
+	for ctx.Err() == nil {
+		r.mu.Lock()
+		var ids, waiting []string
+		for id := range r.subs {
+			if r.states[id] == session.StateRunning {
+				ids = append(ids, id)
+				if r.waiting[id] {
+					waiting = append(waiting, id)
+				}
+			}
+		}
+		r.mu.Unlock()
+		wctx, cancel := context.WithCancel(ctx)
+		stop := make(chan struct{})
+		// Cancels the Watch when the subscriptions change; ends with the Watch.
+		go func() {
+			select {
+			case <-r.kick:
+				cancel()
+			case <-stop:
+			}
+		}()
+		since := gen
+		if first {
+			since = ^uint64(0) // answers at once with the current generation
+		}
+		res, err := r.s.svc.Watch(wctx, session.WatchRequest{Since: since, SessionIDs: ids, Waiting: waiting})
+		close(stop)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				continue // the subscriptions changed
+			}
+			r.s.log.Warn("mcp: watching sessions", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for _, ev := range res.Events {
+			r.mu.Lock()
+			r.waiting[ev.SessionID] = true
+			r.mu.Unlock()
+			r.s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: sessionURI(ev.SessionID)})
+		}
+		if res.Generation != gen || first {
+			gen, first = res.Generation, false
+			r.sync(ctx, res.Sessions)
+		}
+	}
+}
+
+// sync follows the sessions: new ones become resources, removed ones stop being
+// resources, and subscribers hear of those that ended.
+func (r *resources) sync(ctx context.Context, sessions []session.WatchSession) {
+	seen := map[string]bool{}
+	var ended []string
+	var added []session.WatchSession
+	r.mu.Lock()
+	for _, in := range sessions {
+		seen[in.SessionID] = true
+		old, ok := r.states[in.SessionID]
+		if !ok {
+			added = append(added, in)
+		} else if old == session.StateRunning && in.State != session.StateRunning {
+			ended = append(ended, in.SessionID)
+		}
+		r.states[in.SessionID] = in.State
+	}
+	var gone []string
+	for id := range r.states {
+		if !seen[id] {
+			gone = append(gone, sessionURI(id))
+			delete(r.states, id)
+			delete(r.subs, id)
+			delete(r.waiting, id)
+		}
+	}
+	r.mu.Unlock()
+	for _, in := range added {
+		title := in.Command
+		if in.Name != "" {
+			title = in.Name + ": " + in.Command
+		}
+		r.s.mcp.AddResource(&mcp.Resource{
+			URI: sessionURI(in.SessionID), Name: "session-" + in.SessionID, Title: oneLineTitle(title),
+			MIMEType:    "text/plain",
+			Description: "Output of session " + in.SessionID + " (text view; its screen is " + sessionURI(in.SessionID) + screenSuffix + ")",
+		}, r.read)
+	}
+	if len(gone) > 0 {
+		r.s.mcp.RemoveResources(gone...)
+	}
+	for _, id := range ended {
+		r.s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: sessionURI(id)})
+	}
+}
+
+func oneLineTitle(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:80]) + "…"
+	}
+	return s
+}
+
+// read serves resources/read of a session (text view, then its screen) or of its screen.
+func (r *resources) read(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	id, screenOnly, ok := sessionOf(uri)
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	var out []*mcp.ResourceContents
+	if !screenOnly {
+		res, err := r.s.svc.Read(ctx, session.ReadRequest{SessionID: id})
+		if err != nil {
+			if errors.Is(err, session.ErrNotFound) {
+				return nil, mcp.ResourceNotFoundError(uri)
+			}
+			return nil, err
+		}
+		out = append(out, &mcp.ResourceContents{URI: sessionURI(id), MIMEType: "text/plain", Text: res.Output})
+	}
+	scr, err := r.s.svc.Read(ctx, session.ReadRequest{SessionID: id, View: "screen"})
+	switch {
+	case err == nil && scr.Screen != nil:
+		out = append(out, &mcp.ResourceContents{URI: sessionURI(id) + screenSuffix, MIMEType: "text/plain",
+			Text: strings.Join(scr.Screen.Rows, "\n")})
+	case screenOnly && errors.Is(err, session.ErrNotFound):
+		return nil, mcp.ResourceNotFoundError(uri)
+	case screenOnly && err != nil:
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: out}, nil
+}
