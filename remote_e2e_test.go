@@ -325,6 +325,17 @@ func TestRemoteSSHMCP(t *testing.T) {
 	if sc["session_id"] != quick["session_id"] || sc["state"] != "exited" {
 		t.Errorf("wait_sessions over both machines: %v", sc)
 	}
+	// A local session that ends is reported by calls to the host too.
+	h.ok("kill", local["session_id"].(string))
+	reported := false
+	for deadline := time.Now().Add(30 * time.Second); !reported && time.Now().Before(deadline); {
+		sc = call("write_stdin", map[string]any{"session_id": id, "yield_time_ms": 0})
+		b, _ := json.Marshal(sc["ended_since_last_call"])
+		reported = strings.Contains(string(b), `"session_id":"`+local["session_id"].(string)+`"`)
+	}
+	if !reported {
+		t.Error("the local session's end never reached the agent through calls to the host")
+	}
 	sc = call("kill_session", map[string]any{"session_id": id, "signal": "INT"})
 	if sc["session_id"] != id {
 		t.Errorf("kill_session answered for %v, want %s", sc["session_id"], id)

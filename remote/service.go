@@ -85,6 +85,21 @@ func NewHost(t Target, o Options) *Host {
 	return &Host{target: t, opts: DialOptions(t, o)}
 }
 
+// connected reports whether the host has a live connection (without making one).
+func (h *Host) connected() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.client == nil {
+		return false
+	}
+	select {
+	case <-h.client.Done():
+		return false
+	default:
+		return true
+	}
+}
+
 // Target returns the host's target.
 func (h *Host) Target() Target { return h.target }
 
@@ -211,6 +226,66 @@ type Multi struct {
 	mu    sync.Mutex
 	hosts map[string]*Host
 	order []string
+	// pending: sessions of the other machines that ended, learnt by refresh and not yet
+	// reported; refreshing: machines ("" is this one) with a refresh in flight.
+	pending    []session.Ended
+	refreshing map[string]bool
+}
+
+// refresh learns, in the background, which sessions ended on every machine other than
+// the one a call goes to (name; "" is this one), so that the next result can report
+// them: each machine's server tells a connection what ended since its last call, and a
+// call to one machine says nothing of the others. At most one refresh per machine is in
+// flight; nothing happens while the agent uses only this machine.
+func (m *Multi) refresh(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.hosts) == 0 {
+		return
+	}
+	if m.refreshing == nil {
+		m.refreshing = map[string]bool{}
+	}
+	others := map[string]session.Service{"": m.Local}
+	for n, h := range m.hosts {
+		others[n] = h
+	}
+	delete(others, name)
+	for n, svc := range others {
+		if m.refreshing[n] {
+			continue
+		}
+		if h, ok := svc.(*Host); ok && !h.connected() {
+			continue // never dial just to look
+		}
+		m.refreshing[n] = true
+		// The refresher: owned by the Multi; ends when List returns (bounded by its
+		// timeout; a closed connection answers at once).
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			r, err := svc.List(ctx)
+			cancel()
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.refreshing[n] = false
+			if err != nil {
+				return
+			}
+			prefixNotices(n, &r.Notices)
+			m.pending = append(m.pending, r.EndedSinceLastCall...)
+		}()
+	}
+}
+
+// drain adds what refresh learnt to a result's notices.
+func (m *Multi) drain(n *session.Notices) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.pending) == 0 {
+		return
+	}
+	n.EndedSinceLastCall = append(n.EndedSinceLastCall, m.pending...)
+	m.pending = nil
 }
 
 // Sep separates a host's name from a session id.
@@ -280,15 +355,23 @@ func (m *Multi) Exec(ctx context.Context, req session.ExecRequest) (*session.Res
 		name = m.DefaultHost
 	}
 	req.Host = ""
-	if name == "" || name == "local" {
-		return m.Local.Exec(ctx, req)
+	if name == "local" {
+		name = ""
 	}
-	h, err := m.host(name)
-	if err != nil {
-		return nil, err
+	var svc session.Service = m.Local
+	if name != "" {
+		h, err := m.host(name)
+		if err != nil {
+			return nil, err
+		}
+		svc = h
 	}
-	r, err := h.Exec(ctx, req)
+	m.refresh(name)
+	r, err := svc.Exec(ctx, req)
 	prefixResult(name, r)
+	if r != nil {
+		m.drain(&r.Notices)
+	}
 	return r, err
 }
 
@@ -299,8 +382,12 @@ func (m *Multi) Write(ctx context.Context, req session.WriteRequest) (*session.R
 		return nil, err
 	}
 	req.SessionID = id
+	m.refresh(name)
 	r, err := svc.Write(ctx, req)
 	prefixResult(name, r)
+	if r != nil {
+		m.drain(&r.Notices)
+	}
 	return r, err
 }
 
@@ -311,8 +398,12 @@ func (m *Multi) Read(ctx context.Context, req session.ReadRequest) (*session.Res
 		return nil, err
 	}
 	req.SessionID = id
+	m.refresh(name)
 	r, err := svc.Read(ctx, req)
 	prefixResult(name, r)
+	if r != nil {
+		m.drain(&r.Notices)
+	}
 	return r, err
 }
 
@@ -323,10 +414,14 @@ func (m *Multi) Kill(ctx context.Context, req session.KillRequest) (*session.Kil
 		return nil, err
 	}
 	req.SessionID = id
+	m.refresh(name)
 	r, err := svc.Kill(ctx, req)
 	if r != nil && name != "" {
 		r.SessionID = prefix(name, r.SessionID)
 		prefixNotices(name, &r.Notices)
+	}
+	if r != nil {
+		m.drain(&r.Notices)
 	}
 	return r, err
 }
@@ -338,10 +433,14 @@ func (m *Multi) Resize(ctx context.Context, req session.ResizeRequest) (*session
 		return nil, err
 	}
 	req.SessionID = id
+	m.refresh(name)
 	r, err := svc.Resize(ctx, req)
 	if r != nil && name != "" {
 		r.SessionID = prefix(name, r.SessionID)
 		prefixNotices(name, &r.Notices)
+	}
+	if r != nil {
+		m.drain(&r.Notices)
 	}
 	return r, err
 }
@@ -395,8 +494,12 @@ func (m *Multi) Wait(ctx context.Context, req session.WaitRequest) (*session.Wai
 	if len(groups) == 1 {
 		g := groups[0]
 		req.SessionIDs = g.ids
+		m.refresh(g.name)
 		r, err := g.svc.Wait(ctx, req)
 		fix(g.name, r)
+		if r != nil {
+			m.drain(&r.Notices)
+		}
 		return r, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
@@ -452,6 +555,7 @@ func (m *Multi) Wait(ctx context.Context, req session.WaitRequest) (*session.Wai
 	for _, e := range errs {
 		win.AddWarning(e.Error())
 	}
+	m.drain(&win.Notices)
 	return win, nil
 }
 
@@ -504,6 +608,7 @@ func (m *Multi) List(ctx context.Context) (*session.ListResult, error) {
 			res.AddWarning(fmt.Sprintf("host %s: %s", names[i], w))
 		}
 	}
+	m.drain(&res.Notices)
 	return res, nil
 }
 
