@@ -91,3 +91,50 @@ func TestRemovedSessionsReleaseEverything(t *testing.T) {
 		t.Errorf("%s sessions left in the table", strconv.Itoa(left))
 	}
 }
+
+// TestRunningSessionFDs: a running session whose output fits in memory holds three file
+// descriptors in the manager (terminal master, exit watch, transcript); its raw spill is
+// created only once the output passes half the ring.
+func TestRunningSessionFDs(t *testing.T) {
+	dir := t.TempDir()
+	m, err := NewManager(Options{StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	c := m.NewClient("t")
+	ctx := context.Background()
+	y := int64(0)
+	r, err := c.Exec(ctx, ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: &y}) // starts the reaper
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRecorder := func(id string) {
+		s, err := m.lookup(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-s.rec.ready
+	}
+	waitRecorder(r.SessionID)
+	before := countFDs(t)
+	const n = 20
+	for range n {
+		r, err := c.Exec(ctx, ExecRequest{Cmd: "echo hello; exec sleep 1000", YieldTimeMs: &y})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitRecorder(r.SessionID)
+	}
+	per := float64(countFDs(t)-before) / n
+	t.Logf("%.2f fds per running session", per)
+	if per > 3 {
+		t.Errorf("%.2f fds per running session, want 3", per)
+	}
+	ents, _ := os.ReadDir(dir + "/sessions")
+	for _, e := range ents {
+		if len(e.Name()) > 4 && e.Name()[len(e.Name())-4:] == ".raw" {
+			t.Errorf("spill %s created for a session with little output", e.Name())
+		}
+	}
+}

@@ -18,11 +18,12 @@ import (
 // transcript (a marker if it can still be written, and one log line).
 //
 // Offsets that have left the ring are read back from the raw spill
-// <uuid>.raw (see package transcript). The spill lives while the session is
-// in the manager's table: its file is closed when the transcript ends (read
-// back by opening it again), and deleted when the session is removed or
-// pruned, or when the manager is closed; a later manager's retention pass
-// deletes spills left behind.
+// <uuid>.raw (see package transcript), created once the output passes half the
+// ring (what came before is copied from the ring). The spill lives while the
+// session is in the manager's table: its file is closed when the transcript
+// ends (read back by opening it again), and deleted when the session is
+// removed or pruned, or when the manager is closed; a later manager's
+// retention pass deletes spills left behind.
 
 // pruneEvery throttles the retention pass: at most once per directory per
 // interval, run by the recorder goroutine of a session that starts.
@@ -318,7 +319,14 @@ func (r *recorder) run(dir string, h transcript.Header) {
 	}()
 	// The files are created here, not on the exec path; output waits in the hub (the
 	// recorder reads from offset 0), events in the queue.
-	w, err := transcript.Create(dir, r.s.uuid, h, r.s.started, transcript.Options{Cap: r.s.m.opts.RecordCap, Spill: true})
+	w, err := transcript.Create(dir, r.s.uuid, h, r.s.started, transcript.Options{Cap: r.s.m.opts.RecordCap, Spill: true,
+		// Output that fits in the ring is read from the ring: the spill (and its fd) is
+		// created only once the output passes half the ring, from the ring's copy.
+		SpillAfter: int64(r.s.m.opts.Retain / 2),
+		Backfill: func(p []byte, off int64) (int, int64) {
+			n, missed, _ := r.s.hub.ReadAt(p, off)
+			return n, missed
+		}})
 	if err != nil {
 		r.s.m.log.Warn("transcript: not recording", "session", r.s.id, "err", err)
 		close(r.ready)

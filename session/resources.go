@@ -6,9 +6,9 @@ import (
 	"syscall"
 )
 
-// Resource limits of the manager's own process. A session costs the manager a few file
-// descriptors while it runs (terminal master, exit watch, transcript and spill) and
-// none once it has ended. The manager keeps fdReserve descriptors free for everything
+// Resource limits of the manager's own process. A session costs the manager three file
+// descriptors while it runs (terminal master, exit watch, transcript; a fourth for the
+// spill once its output passes half the ring) and none once it has ended. The manager keeps fdReserve descriptors free for everything
 // else it does (the server accepting and answering its clients, reading transcripts),
 // so running out refuses new sessions cleanly instead of breaking what runs.
 const (

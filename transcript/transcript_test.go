@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -390,5 +391,64 @@ func TestPrune(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, keep)); err != nil {
 			t.Errorf("%s was removed", keep)
 		}
+	}
+}
+
+// TestDelayedSpill: with SpillAfter, a transcript whose output stays below it creates no
+// spill file (the session holds no fd for it); once the output passes it, the spill is
+// created and the bytes before are written from Backfill, so ReadAt finds every byte;
+// what Backfill no longer has is a gap.
+func TestDelayedSpill(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var out []byte // the output as the ring would hold it
+	for i := range 3000 {
+		out = fmt.Appendf(out, "line %d\n", i)
+	}
+	for _, tc := range []struct {
+		name   string
+		upTo   int  // output written
+		forget int  // bytes the backfill no longer has
+		spill  bool // a spill file is expected
+	}{
+		{"small", 1000, 0, false},
+		{"past the threshold", len(out), 0, true},
+		{"backfill lost the start", len(out), 500, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "0190-" + strings.ReplaceAll(tc.name, " ", "-")
+			backfill := func(p []byte, off int64) (int, int64) { // a ring that lost its start
+				missed := max(0, int64(tc.forget)-off)
+				return copy(p, out[off+missed:]), missed
+			}
+			w, err := Create(dir, id, Header{Width: 80, Height: 24}, t0, Options{Spill: true, SpillAfter: 4096, Backfill: backfill})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for off := 0; off < tc.upTo; off += 700 {
+				w.Output(t0, int64(off), out[off:min(off+700, tc.upTo)])
+			}
+			_, err = os.Stat(SpillPath(dir, id))
+			if exists := err == nil; exists != tc.spill {
+				t.Fatalf("spill file exists: %v, want %v", exists, tc.spill)
+			}
+			w.Close(t0, "done")
+			p := make([]byte, 100)
+			for _, off := range []int64{0, 600, 5000, int64(tc.upTo) - 100} {
+				n := w.ReadAt(p, off)
+				switch {
+				case !tc.spill || off < int64(tc.forget):
+					if n != 0 {
+						t.Errorf("ReadAt(%d) = %d bytes, want none", off, n)
+					}
+				case n != 100 || string(p) != string(out[off:off+100]):
+					t.Errorf("ReadAt(%d) = %q, want %q", off, p[:n], out[off:off+100])
+				}
+			}
+			w.Release()
+			if _, err := os.Stat(SpillPath(dir, id)); err == nil {
+				t.Error("spill left after Release")
+			}
+		})
 	}
 }

@@ -33,6 +33,13 @@ type Options struct {
 	Cap int64
 	// Spill keeps the raw output in <uuid>.raw for ReadAt.
 	Spill bool
+	// SpillAfter, when positive, delays creating the spill until the output passes
+	// that many bytes (a session whose output all stays in memory never holds a file
+	// descriptor for it); the bytes before are then read back with Backfill, which
+	// reports how many bytes at off it no longer has (missed: a gap) and copies the n
+	// bytes that follow them into p (as broadcast.Hub.ReadAt).
+	SpillAfter int64
+	Backfill   func(p []byte, off int64) (n int, missed int64)
 }
 
 // Writer writes one transcript. Its event methods (Output, Input, Hidden,
@@ -62,8 +69,12 @@ type Writer struct {
 	spill  *os.File
 	shut   bool // the spill's file was closed by Close; ReadAt opens it again
 	spillP string
-	gaps   [][2]int64   // raw ranges never written to the spill
-	rawEnd atomic.Int64 // bytes [0, rawEnd) are in the spill, except gaps
+	// pending: the spill is not created yet (Options.SpillAfter); guarded by smu.
+	pending    bool
+	spillAfter int64
+	backfill   func(p []byte, off int64) (int, int64)
+	gaps       [][2]int64   // raw ranges never written to the spill
+	rawEnd     atomic.Int64 // bytes [0, rawEnd) are in the spill, except gaps
 }
 
 // Create creates the transcript of session uuid in dir (created 0700 and
@@ -86,7 +97,9 @@ func Create(dir, uuid string, h Header, start time.Time, o Options) (*Writer, er
 		return nil, fmt.Errorf("transcript: create: %w", err)
 	}
 	w.f = f
-	if o.Spill {
+	if o.Spill && o.SpillAfter > 0 && o.Backfill != nil {
+		w.spillP, w.pending, w.spillAfter, w.backfill = SpillPath(dir, uuid), true, o.SpillAfter, o.Backfill
+	} else if o.Spill {
 		w.spillP = SpillPath(dir, uuid)
 		if w.spill, err = openExclusive(w.spillP, os.O_RDWR); err != nil {
 			f.Close()
@@ -243,6 +256,7 @@ func (w *Writer) Close(t time.Time, status string) error {
 func (w *Writer) Release() {
 	w.smu.Lock()
 	defer w.smu.Unlock()
+	w.pending = false
 	if w.spill != nil || w.shut {
 		os.Remove(w.spillP)
 		if w.spill != nil {
@@ -288,6 +302,17 @@ func (w *Writer) ReadAt(p []byte, off int64) int {
 }
 
 func (w *Writer) writeSpill(p []byte, off int64) {
+	w.smu.RLock()
+	pending := w.pending
+	w.smu.RUnlock()
+	if pending {
+		if off+int64(len(p)) <= w.spillAfter {
+			return
+		}
+		if !w.createSpill(off) {
+			return
+		}
+	}
 	// A read lock: writing at new offsets does not disturb readers; Release (the write
 	// lock) may close the spill at any time.
 	w.smu.RLock()
@@ -304,12 +329,58 @@ func (w *Writer) writeSpill(p []byte, off int64) {
 	w.rawEnd.Store(off + int64(len(p)))
 }
 
+// createSpill creates the delayed spill and writes the output before off into it, read
+// back with the backfill (what it no longer has becomes a gap). It reports whether the
+// spill exists.
+func (w *Writer) createSpill(off int64) bool {
+	w.smu.Lock()
+	if !w.pending { // released meanwhile
+		w.smu.Unlock()
+		return false
+	}
+	w.pending = false
+	f, err := openExclusive(w.spillP, os.O_RDWR)
+	if err != nil {
+		w.smu.Unlock()
+		w.fail(fmt.Errorf("spill: %w", err))
+		return false
+	}
+	w.spill = f
+	w.smu.Unlock()
+	buf := make([]byte, 64<<10)
+	for o := int64(0); o < off; {
+		n, missed := w.backfill(buf[:min(int64(len(buf)), off-o)], o)
+		if missed > 0 {
+			w.noteGap(o, min(o+missed, off))
+			o += missed
+		}
+		if n == 0 {
+			if missed == 0 {
+				w.noteGap(o, off)
+				break
+			}
+			continue
+		}
+		n = int(min(int64(n), off-o))
+		if n <= 0 {
+			break
+		}
+		if _, err := f.WriteAt(buf[:n], o); err != nil {
+			w.fail(fmt.Errorf("spill: %w", err))
+			return false
+		}
+		o += int64(n)
+	}
+	w.rawEnd.Store(max(w.rawEnd.Load(), off))
+	return true
+}
+
 func (w *Writer) noteGap(from, to int64) {
 	if from >= to {
 		return
 	}
 	w.smu.Lock()
-	if w.spill == nil {
+	if w.spill == nil && !w.pending {
 		w.smu.Unlock()
 		return
 	}
