@@ -306,3 +306,32 @@ func TestTypeaheadWithInterrupt(t *testing.T) {
 		t.Errorf("sleep: %+v, want ended by SIGINT", w)
 	}
 }
+
+// TestStoppedForegroundReported: a program in the foreground stopped by SIGSTOP (not the
+// leader, which the reaper continues) prints nothing; the call that runs to its deadline
+// says so.
+func TestStoppedForegroundReported(t *testing.T) {
+	t.Parallel()
+	_, c := scNewClient(t)
+	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", `python3 -c 'import os, signal; print("stopping", flush=True); os.kill(os.getpid(), signal.SIGSTOP)'; echo after`}, WaitFor: "stopping", YieldTimeMs: ptr(20000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stop follows the print: poll (each call runs to its short deadline) until the
+	// warning comes, bounded.
+	for i := 0; ; i++ {
+		w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, YieldTimeMs: ptr(300)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(w.Warnings, func(s string) bool { return strings.Contains(s, "is stopped") && strings.Contains(s, "python3") }) {
+			break
+		}
+		if w.State != StateRunning || i == 100 {
+			t.Fatalf("no stopped warning: %+v", w)
+		}
+	}
+	if _, err := c.Kill(context.Background(), KillRequest{SessionID: r.SessionID}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/pty"
 	"github.com/ptyhub/ptyhub/termtext"
 	"github.com/ptyhub/ptyhub/truncate"
@@ -86,6 +87,13 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 	} else if s.tty {
 		if a, err := s.master.Attrs(); err == nil {
 			r.PasswordPrompt = !a.Echo && a.Canonical
+		}
+	}
+	if state == StateRunning && col.because == BecauseDeadline {
+		// A stopped program prints nothing, so such a call runs to its deadline; only
+		// then is the tree walked.
+		if pid := s.stoppedForeground(); pid > 0 {
+			warns = append(warns, fmt.Sprintf("process %d (%s) in the foreground is stopped (SIGSTOP or SIGTSTP) and nothing will continue it; send it SIGCONT to resume it", pid, proc.CommandLine(pid)))
 		}
 	}
 	r.HumanInputBytes = s.takeHumanInput()
