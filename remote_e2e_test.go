@@ -421,6 +421,25 @@ sys.stdout.buffer.write(struct.pack(">I",len(b))+b); sys.stdout.flush()`
 	if h.serverPID() != 0 {
 		t.Error("a local server was started for remote commands")
 	}
+	// ptyhub mcp --host: exec_command without a host runs there.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := osexec.Command(h.bin, "mcp", "--host", "docker://web-1")
+	cmd.Env, cmd.Dir = h.env, h.dir
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "rm-test", Version: "0"}, nil).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec_command", Arguments: map[string]any{"cmd": "echo d-$PTYHUB_SOCKET"}})
+	if err != nil || res.IsError {
+		t.Fatalf("exec_command with mcp --host: %v %+v", err, res)
+	}
+	if sc := res.StructuredContent.(map[string]any); !strings.HasPrefix(sc["session_id"].(string), "docker://web-1:") || !strings.Contains(sc["output"].(string), "d-"+remote.socket) {
+		t.Errorf("exec_command with mcp --host docker://web-1: %v", sc)
+	}
+	cs.Close()
+
 	_, errs, code := h.run("--host", "future", "ls")
 	if code == 0 || !strings.Contains(errs, "host future") || !strings.Contains(errs, "protocol 99") || !strings.Contains(errs, fmt.Sprint("protocol ", server.Protocol)) {
 		t.Errorf("protocol mismatch: status %d, stderr %q", code, errs)

@@ -119,3 +119,22 @@ func TestSplitCommand(t *testing.T) {
 		}
 	}
 }
+
+// Ids route by the host before their last ':'; an id whose prefix names no host is this
+// machine's (a session name may hold a ':').
+func TestRoute(t *testing.T) {
+	m := &Multi{Local: nil, Options: Options{Getenv: env()}}
+	cases := []struct{ id, host, rest string }{
+		{"3", "", "3"},
+		{"ssh://me@box:2222:3", "ssh://me@box:2222", "3"},
+		{"docker://web-1:0198c0de", "docker://web-1", "0198c0de"},
+		{"build:1", "", "build:1"},
+		{":x", "", ":x"},
+	}
+	for _, c := range cases {
+		_, host, rest, err := m.route(c.id)
+		if err != nil || host != c.host || rest != c.rest {
+			t.Errorf("route(%q) = %q, %q, %v; want %q, %q", c.id, host, rest, err, c.host, c.rest)
+		}
+	}
+}

@@ -313,7 +313,9 @@ func (m *Multi) host(name string) (*Host, error) {
 	return h, nil
 }
 
-// route splits a session id into the service that has it and its id there.
+// route splits a session id into the service that has it and its id there. An id whose
+// part before the last ':' names no host (a local session's name may hold a ':') is
+// this machine's.
 func (m *Multi) route(id string) (session.Service, string, string, error) {
 	i := strings.LastIndex(id, Sep)
 	if i <= 0 {
@@ -322,7 +324,7 @@ func (m *Multi) route(id string) (session.Service, string, string, error) {
 	name := id[:i]
 	h, err := m.host(name)
 	if err != nil {
-		return nil, "", "", fmt.Errorf("%w: session %q: %v", session.ErrNotFound, id, err)
+		return m.Local, "", id, nil
 	}
 	return h, name, id[i+1:], nil
 }

@@ -153,10 +153,15 @@ func startServer(o *DialOptions) (<-chan struct{}, error) {
 	return exited, nil
 }
 
-// handshake sends h and reads the welcome.
+// handshake sends h and reads the welcome, within 10 s.
 func handshake(c net.Conn, h *hello) (*Welcome, error) {
+	return handshakeWithin(c, h, 10*time.Second)
+}
+
+// handshakeWithin is handshake with another bound on the whole exchange.
+func handshakeWithin(c net.Conn, h *hello, d time.Duration) (*Welcome, error) {
 	b, _ := json.Marshal(h)
-	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.SetDeadline(time.Now().Add(d))
 	defer c.SetDeadline(time.Time{})
 	werr := writeFrame(c, &frame{Op: "hello", Body: b})
 	// Read even when the write failed: a server that refuses us (another uid) may have

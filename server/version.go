@@ -129,6 +129,9 @@ func dialHello(ctx context.Context, o *DialOptions, h *hello) (net.Conn, *Welcom
 	}
 }
 
+// remoteHandshakeTimeout bounds a handshake through a transport.
+const remoteHandshakeTimeout = 45 * time.Second
+
 // dialRemote connects through o.Dialer and says hello. Another build is normal on
 // another machine; another protocol is a *VersionError.
 func dialRemote(ctx context.Context, o *DialOptions, h *hello) (net.Conn, *Welcome, error) {
@@ -138,8 +141,10 @@ func dialRemote(ctx context.Context, o *DialOptions, h *hello) (net.Conn, *Welco
 	}
 	// The handshake's own deadline does not cover a cancelled context: close the
 	// connection then, which ends the handshake at once.
+	// The transport's own connection (ssh: DNS, a jump host, authentication) happens
+	// within the handshake, so it gets longer than a local socket's.
 	stop := context.AfterFunc(ctx, func() { c.Close() })
-	w, err := handshake(c, h)
+	w, err := handshakeWithin(c, h, remoteHandshakeTimeout)
 	stop()
 	if err != nil {
 		var verr *VersionError
