@@ -214,6 +214,7 @@ wait:
 		}
 	}
 	m.recs.closeAll(ctx)
+	m.reg.close()
 	return m.reaper.Close(5 * time.Second)
 }
 

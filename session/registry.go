@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,14 +14,18 @@ import (
 	"github.com/ptyhub/ptyhub/transcript"
 )
 
-// The registry: one small file per live session in <StateDir>/registry, naming the
-// session, its leader and the manager that owns it (pids with their start times, so a
-// reused pid is never mistaken for them). The reaper ends every session when its manager
-// dies; the registry covers what the reaper cannot: the manager and the reaper dying
-// together (SIGKILL to both, the OOM killer). The next manager sweeps the sessions of
-// owners that are gone (SPEC §3.6).
+// The registry: one append-only log per manager in <StateDir>/registry
+// (<pid>-<start>.log), a line per session start ("+" and the entry as JSON: the session,
+// its leader and the manager that owns it, pids with their start times, so a reused pid
+// is never mistaken for them) and per end ("-" and the uuid). The reaper ends every
+// session when its manager dies; the registry covers what the reaper cannot: the manager
+// and the reaper dying together (SIGKILL to both, the OOM killer). The next manager
+// sweeps the sessions of owners that are gone (SPEC §3.6). A start costs one write(2) to
+// an open file, not a file created (and later removed) per session; the log is rewritten
+// with only the live entries once most of its lines are dead. Files of the older layout
+// (<uuid>.json per session) are swept the same way.
 
-// regEntry is one registry file.
+// regEntry is one registry entry.
 type regEntry struct {
 	UUID        string `json:"uuid"`
 	Leader      int    `json:"leader"`
@@ -36,6 +41,11 @@ type registry struct {
 	idFile string // where the bound of the short ids given so far is kept
 	self   int
 	start  uint64
+
+	mu    sync.Mutex
+	log   *os.File          // this manager's log, opened at init; nil: the registry is off
+	live  map[string][]byte // uuid → its "+" line, for rewriting the log
+	lines int               // lines in the log
 }
 
 // idBlock is how far ahead of the ids given the bound on disk is written: one small
@@ -83,31 +93,148 @@ func (r *registry) init(stateDir string, log func(string, ...any)) {
 			log("registry off", "dir", dir, "err", err)
 			return
 		}
-		r.dir, r.self = dir, os.Getpid()
+		self := os.Getpid()
+		start := procStart(self)
+		f, err := os.OpenFile(filepath.Join(dir, logName(self, start)), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+		if err != nil {
+			log("registry off", "dir", dir, "err", err)
+			return
+		}
+		r.dir, r.self, r.start, r.log, r.live = dir, self, start, f, map[string][]byte{}
 		r.idFile = filepath.Join(stateDir, "session-ids")
-		r.start = procStart(r.self)
 		// The sweep goroutine ends once every stale session is gone (bounded by the
 		// kill sequence's grace period).
 		go r.sweepStale(log)
 	})
 }
 
-func (r *registry) path(uuid string) string { return filepath.Join(r.dir, uuid+".json") }
+// logName is the name of the log of the manager pid started at start.
+func logName(pid int, start uint64) string {
+	return strconv.Itoa(pid) + "-" + strconv.FormatUint(start, 10) + ".log"
+}
 
-// add records a started session. Errors cost only the registry entry.
+// add records a started session: one append to the manager's log. Errors cost only the
+// registry entry.
 func (r *registry) add(s *Session) {
 	if r.dir == "" {
 		return
 	}
 	b, _ := json.Marshal(regEntry{UUID: s.uuid, Leader: s.pid, LeaderStart: procStart(s.pid), Owner: r.self, OwnerStart: r.start})
-	os.WriteFile(r.path(s.uuid), b, 0o600)
+	line := append(append([]byte{'+'}, b...), '\n')
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.live[s.uuid] = line
+	r.append(line)
 }
 
 // remove forgets a session whose processes are gone.
 func (r *registry) remove(s *Session) {
-	if r.dir != "" {
-		os.Remove(r.path(s.uuid))
+	if r.dir == "" {
+		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.live[s.uuid]; !ok {
+		return
+	}
+	delete(r.live, s.uuid)
+	if r.lines >= 64 && len(r.live)*4 < r.lines {
+		r.rewrite()
+		return
+	}
+	r.append([]byte("-" + s.uuid + "\n"))
+}
+
+// close closes the manager's log at its end, and removes it when no session is left in
+// it (otherwise the next manager's sweep finds what is).
+func (r *registry) close() {
+	if r.dir == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.log == nil {
+		return
+	}
+	r.log.Close()
+	r.log = nil
+	if len(r.live) == 0 {
+		os.Remove(filepath.Join(r.dir, logName(r.self, r.start)))
+	}
+}
+
+// append writes one line to the log. Called with r.mu held.
+func (r *registry) append(line []byte) {
+	if r.log == nil {
+		return
+	}
+	if _, err := r.log.Write(line); err == nil {
+		r.lines++
+	}
+}
+
+// rewrite replaces the log by one holding only the live entries (written aside, then
+// renamed over it, so a crash leaves the old log or the new one). Called with r.mu held.
+func (r *registry) rewrite() {
+	if r.log == nil {
+		return
+	}
+	name := filepath.Join(r.dir, logName(r.self, r.start))
+	var buf []byte
+	for _, line := range r.live {
+		buf = append(buf, line...)
+	}
+	tmp := name + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	if _, err := f.Write(buf); err != nil || os.Rename(tmp, name) != nil {
+		f.Close()
+		os.Remove(tmp)
+		return
+	}
+	r.log.Close()
+	r.log, r.lines = f, len(r.live)
+}
+
+// readEntries reads one registry file: a manager's log (its live entries) or an entry of
+// the older one-file-per-session layout. Torn or unreadable lines are skipped.
+func readEntries(path string) []regEntry {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []regEntry
+	if strings.HasSuffix(path, ".json") {
+		var en regEntry
+		if json.Unmarshal(b, &en) == nil && en.UUID != "" {
+			out = append(out, en)
+		}
+		return out
+	}
+	live := map[string]regEntry{}
+	var order []string
+	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
+		switch {
+		case len(line) > 1 && line[0] == '+':
+			var en regEntry
+			if json.Unmarshal(line[1:], &en) == nil && en.UUID != "" {
+				if _, dup := live[en.UUID]; !dup {
+					order = append(order, en.UUID)
+				}
+				live[en.UUID] = en
+			}
+		case len(line) > 1 && line[0] == '-':
+			delete(live, string(line[1:]))
+		}
+	}
+	for _, id := range order {
+		if en, ok := live[id]; ok {
+			out = append(out, en)
+		}
+	}
+	return out
 }
 
 // sweepStale ends the processes of sessions whose owner is gone, then drops their entries.
@@ -117,22 +244,36 @@ func (r *registry) sweepStale(log func(string, ...any)) {
 		return
 	}
 	stale := map[string]regEntry{}
+	var files []string // the files of owners that are gone, removed once their processes are
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(r.dir, e.Name()))
-		if err != nil {
+		name := e.Name()
+		path := filepath.Join(r.dir, name)
+		if !strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, ".log") {
+			// A rewrite's leftover: drop it once its owner is gone.
+			if pid, start, ok := logOwner(strings.TrimSuffix(name, ".tmp")); ok && !ownerAlive(pid, start) {
+				os.Remove(path)
+			}
 			continue
 		}
-		var en regEntry
-		if json.Unmarshal(b, &en) != nil || en.UUID == "" {
-			os.Remove(filepath.Join(r.dir, e.Name()))
-			continue
+		if pid, start, ok := logOwner(name); ok && ownerAlive(pid, start) {
+			continue // its manager is alive (this one, or another server of the directory)
 		}
-		if en.Owner > 0 && procStart(en.Owner) == en.OwnerStart && en.OwnerStart != 0 {
-			continue // its manager is alive
+		alive := false
+		for _, en := range readEntries(path) {
+			if ownerAlive(en.Owner, en.OwnerStart) {
+				alive = true
+				continue
+			}
+			stale[en.UUID] = en
 		}
-		stale[en.UUID] = en
+		if !alive {
+			files = append(files, path)
+		}
 	}
 	if len(stale) == 0 {
+		for _, f := range files {
+			os.Remove(f)
+		}
 		return
 	}
 	members := func() []int {
@@ -149,9 +290,29 @@ func (r *registry) sweepStale(log func(string, ...any)) {
 		log("sweeping processes left by a manager that died", "sessions", len(stale), "processes", len(found))
 	}
 	proc.Kill(found, members, reaper.DefaultGrace)
-	for uuid := range stale {
-		os.Remove(r.path(uuid))
+	for _, f := range files {
+		os.Remove(f)
 	}
+}
+
+// ownerAlive reports whether the manager pid started at start still runs.
+func ownerAlive(pid int, start uint64) bool {
+	return pid > 0 && start != 0 && procStart(pid) == start
+}
+
+// logOwner parses the owner of a log from its name ("<pid>-<start>.log").
+func logOwner(name string) (pid int, start uint64, ok bool) {
+	base, found := strings.CutSuffix(name, ".log")
+	if !found {
+		return 0, 0, false
+	}
+	p, st, found := strings.Cut(base, "-")
+	if !found {
+		return 0, 0, false
+	}
+	pid, err1 := strconv.Atoi(p)
+	start, err2 := strconv.ParseUint(st, 10, 64)
+	return pid, start, err1 == nil && err2 == nil
 }
 
 // sessionProcs lists live processes whose environment carries PTYHUB_SESSION=<uuid> for
