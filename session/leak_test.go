@@ -57,13 +57,13 @@ func TestRemovedSessionsReleaseEverything(t *testing.T) {
 	}
 	run(20)
 	heap0, fds0, gor0 := liveHeap(), countFDs(t), runtime.NumGoroutine()
-	run(180)
+	run(100)
 	heap1, fds1, gor1 := liveHeap(), countFDs(t), runtime.NumGoroutine()
-	t.Logf("after 20: heap %d KiB, %d fds, %d goroutines; after 200: heap %d KiB, %d fds, %d goroutines",
+	t.Logf("after 20: heap %d KiB, %d fds, %d goroutines; after 120: heap %d KiB, %d fds, %d goroutines",
 		heap0>>10, fds0, gor0, heap1>>10, fds1, gor1)
-	// 180 sessions of ~110 KB each: a leak of their rings alone would be ~20 MiB.
+	// 100 sessions of ~110 KB each: a leak of their rings alone would be ~12 MiB.
 	if heap1 > heap0+4<<20 {
-		t.Errorf("heap grew by %d KiB over 180 removed sessions", (heap1-heap0)>>10)
+		t.Errorf("heap grew by %d KiB over 100 removed sessions", (heap1-heap0)>>10)
 	}
 	if fds1 > fds0+4 {
 		t.Errorf("open fds grew from %d to %d", fds0, fds1)
@@ -136,5 +136,36 @@ func TestRunningSessionFDs(t *testing.T) {
 		if len(e.Name()) > 4 && e.Name()[len(e.Name())-4:] == ".raw" {
 			t.Errorf("spill %s created for a session with little output", e.Name())
 		}
+	}
+}
+
+// TestHistoryBoundedByBytes: ended sessions are history bounded by the output they keep
+// in memory too: past Options.KeepExitedBytes the oldest are forgotten, silently.
+func TestHistoryBoundedByBytes(t *testing.T) {
+	m, err := NewManager(Options{StateDir: t.TempDir(), KeepExitedBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	c := m.NewClient("t")
+	y := int64(60_000)
+	for i := range 5 {
+		r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"seq", "100000"}, YieldTimeMs: &y})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State != StateExited || len(r.Warnings) != 0 {
+			t.Fatalf("exec %d: %s, warnings %q", i, r.State, r.Warnings)
+		}
+	}
+	m.releasing.Wait()
+	l, _ := c.List(context.Background())
+	var held int64
+	for _, s := range l.Sessions {
+		held += s.OutputSize
+	}
+	// The newest ended session before the last start (589 KB) and the last one.
+	if len(l.Sessions) != 2 || held > 2<<20 {
+		t.Errorf("%d ended sessions kept, %d bytes of output: want 2", len(l.Sessions), held)
 	}
 }

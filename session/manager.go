@@ -28,7 +28,10 @@ type Options struct {
 	MaxSessions, WarnSessions, ProtectRecent int
 	// KeepExited bounds the sessions of one pool that have ended and are kept as history
 	// (output and state readable); past it the oldest go, without warning (default 64).
-	KeepExited int
+	// KeepExitedBytes bounds the output they keep in memory (default 64 MiB; the
+	// newest ended session is always kept).
+	KeepExited      int
+	KeepExitedBytes int64
 	// Retain is the per-session in-memory output ring size (default 4 MiB).
 	Retain int
 	// Logger receives operational logs (default: discard).
@@ -123,6 +126,9 @@ func NewManager(opts Options) (*Manager, error) {
 	}
 	if opts.KeepExited <= 0 {
 		opts.KeepExited = 64
+	}
+	if opts.KeepExitedBytes <= 0 {
+		opts.KeepExitedBytes = 64 << 20
 	}
 	if opts.ProtectRecent <= 0 {
 		opts.ProtectRecent = 8
@@ -316,19 +322,26 @@ func (m *Manager) admit(pool string) ([]string, error) {
 	if n+1 >= m.opts.WarnSessions {
 		warns = append(warns, fmt.Sprintf("%d of %d running sessions; at the limit the least recently used is ended (removing a session frees its place)", n+1, m.opts.MaxSessions))
 	}
-	if over := len(ended) - m.opts.KeepExited + 1; over > 0 {
-		sort.Slice(ended, func(i, j int) bool { return ended[i].endedAt().Before(ended[j].endedAt()) })
-		for _, s := range ended {
-			if over == 0 {
-				break
-			}
-			if !s.busy() && !s.humanAttached() {
-				m.forget(s)
-				over--
-			}
-		}
-	}
+	m.trimHistory(ended)
 	return warns, nil
+}
+
+// trimHistory forgets the oldest of a pool's ended sessions past Options.KeepExited, or
+// once the output the newer ones keep in memory passes Options.KeepExitedBytes (their
+// transcripts stay on disk). A session with a call in flight or a human attached stays.
+func (m *Manager) trimHistory(ended []*Session) {
+	sort.Slice(ended, func(i, j int) bool { return ended[i].endedAt().After(ended[j].endedAt()) })
+	var kept int
+	var bytes int64
+	for _, s := range ended {
+		held := s.hub.End() - s.hub.Start()
+		if kept+1 < m.opts.KeepExited && (kept == 0 || bytes+held <= m.opts.KeepExitedBytes) || s.busy() || s.humanAttached() {
+			kept++
+			bytes += held
+			continue
+		}
+		m.forget(s)
+	}
 }
 
 // pruneCandidate picks the least recently used of the running sessions, never one of the
