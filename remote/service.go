@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ptyhub/ptyhub/server"
@@ -78,6 +79,8 @@ type Host struct {
 
 	mu     sync.Mutex // held while dialing, so concurrent first calls share one dial
 	client *server.Client
+	// live mirrors client for connected, which must not wait for a dial in progress.
+	live atomic.Pointer[server.Client]
 }
 
 // NewHost returns a Host for t; it connects on the first call.
@@ -87,13 +90,12 @@ func NewHost(t Target, o Options) *Host {
 
 // connected reports whether the host has a live connection (without making one).
 func (h *Host) connected() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.client == nil {
+	c := h.live.Load()
+	if c == nil {
 		return false
 	}
 	select {
-	case <-h.client.Done():
+	case <-c.Done():
 		return false
 	default:
 		return true
@@ -112,6 +114,7 @@ func (h *Host) get(ctx context.Context) (*server.Client, error) {
 		case <-h.client.Done():
 			h.client.Abandon() // ends the transport
 			h.client = nil
+			h.live.Store(nil)
 		default:
 			return h.client, nil
 		}
@@ -121,6 +124,7 @@ func (h *Host) get(ctx context.Context) (*server.Client, error) {
 		return nil, err
 	}
 	h.client = c
+	h.live.Store(c)
 	return c, nil
 }
 
@@ -151,6 +155,7 @@ func (h *Host) forget(c *server.Client) {
 	defer h.mu.Unlock()
 	if h.client == c {
 		h.client = nil
+		h.live.Store(nil)
 		c.Abandon() // ends the transport; the server keeps the sessions (no bye)
 	}
 }
@@ -207,6 +212,7 @@ func (h *Host) Close(ctx context.Context, keep bool) error {
 	}
 	err := h.client.Close(ctx, keep)
 	h.client = nil
+	h.live.Store(nil)
 	return err
 }
 
