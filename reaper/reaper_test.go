@@ -114,7 +114,13 @@ func waitGone(t *testing.T, pids []int) {
 			return
 		}
 	}
-	t.Fatalf("still alive: %v", alive(pids))
+	var desc []string
+	for _, pid := range alive(pids) {
+		if p, err := proc.Stat(pid); err == nil {
+			desc = append(desc, fmt.Sprintf("%d (%q, state %c, ppid %d, pgid %d, sid %d)", pid, proc.CommandLine(pid), p.State, p.PPID, p.Pgid, p.Sid))
+		}
+	}
+	t.Fatalf("still alive: %s", strings.Join(desc, "; "))
 }
 
 // jobScript starts, under an interactive bash, the jobs that defeat killpg (EDGE-CASES 21,
