@@ -374,4 +374,10 @@ func TestServerPoolsPerClient(t *testing.T) {
 	if in := state[mine[0]]; in.State != session.StateExited || !in.Pruned {
 		t.Errorf("pruned session %s: %+v", mine[0], in)
 	}
+	if text := l.Text(); !strings.Contains(text, "pruned") {
+		t.Errorf("the listing does not say pruned:\n%s", text)
+	}
+	if text := over.Text(); !strings.Contains(text, "Session "+mine[0]+" (sleep 1000) ended: pruned") {
+		t.Errorf("the result does not say which session was pruned:\n%s", text)
+	}
 }

@@ -133,6 +133,8 @@ func (n Notices) writeText(b *strings.Builder) {
 // SIGTERM", "timed out (exit code 124)".
 func endedPhrase(e Ended) string {
 	switch {
+	case e.Pruned:
+		return "pruned: ended by ptyhub at the limit of running sessions"
 	case e.TimedOut:
 		if e.ExitCode != nil {
 			return fmt.Sprintf("timed out (exit code %d)", *e.ExitCode)
@@ -172,7 +174,7 @@ func (l *ListResult) Text() string {
 }
 
 // stateText is the STATE column: "running", "running(input)" (waits for input),
-// "exited(0)", "killed(SIGTERM)", "timed-out".
+// "exited(0)", "killed(SIGTERM)", "timed-out", "pruned" (ended by the session limit).
 func (s Info) stateText() string {
 	if s.State == StateRunning {
 		if s.WaitingForInput {
@@ -181,6 +183,8 @@ func (s Info) stateText() string {
 		return StateRunning
 	}
 	switch {
+	case s.Pruned:
+		return "pruned"
 	case s.TimedOut:
 		return "timed-out"
 	case s.Signal != "":
