@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/ptyhub/ptyhub/session"
 )
@@ -69,4 +70,49 @@ func BenchmarkIdleSessions(b *testing.B) {
 	b.ReportMetric(kib(int64(m1.HeapInuse)-int64(m0.HeapInuse)), "heap-KiB/session")
 	b.ReportMetric(kib(int64(m1.StackInuse)-int64(m0.StackInuse)), "stack-KiB/session")
 	b.ReportMetric(float64(g1-g0)/float64(n), "goroutines/session")
+}
+
+// BenchmarkExecWithIdle: exec of /bin/true on a manager with IDLE (default 1,000) idle
+// sessions (`sleep 3600`) alive, against the same on a manager with none, interleaved
+// sample by sample (each manager has its own reaper). Reports empty-ms, idle-ms (medians)
+// and their ratio: what the sessions alive cost each start and exit.
+func BenchmarkExecWithIdle(b *testing.B) {
+	idle := 1000
+	if v, err := strconv.Atoi(os.Getenv("IDLE")); err == nil {
+		idle = v
+	}
+	newClient := func() *session.Client {
+		m, err := session.NewManager(session.Options{MaxSessions: 1 << 20, StateDir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { m.Close(context.Background()) })
+		return m.NewClient("bench")
+	}
+	empty, busy := newClient(), newClient()
+	ctx := context.Background()
+	zero := int64(0)
+	for range idle {
+		if _, err := busy.Exec(ctx, session.ExecRequest{Argv: []string{"sleep", "3600"}, YieldTimeMs: &zero}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	exec := func(c *session.Client) time.Duration {
+		t0 := time.Now()
+		r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"/bin/true"}})
+		d := time.Since(t0)
+		if err != nil || r.State != session.StateExited {
+			b.Fatalf("%v %+v", err, r)
+		}
+		return d
+	}
+	var e, i []time.Duration
+	for b.Loop() {
+		e = append(e, exec(empty))
+		i = append(i, exec(busy))
+	}
+	me, mi := median(e), median(i)
+	b.ReportMetric(float64(me.Microseconds())/1000, "empty-ms")
+	b.ReportMetric(float64(mi.Microseconds())/1000, "idle-ms")
+	b.ReportMetric(float64(mi)/float64(me), "ratio")
 }

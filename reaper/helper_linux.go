@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -46,7 +47,11 @@ type leader struct {
 type helper struct {
 	conn *net.UnixConn
 	self int
-	wmu  sync.Mutex // serialises messages to the manager
+	// spawner is the OS thread that forks every leader (the request loop, locked to it),
+	// so the leaders are on its children list and orphans on the others'. Set before the
+	// first request is read.
+	spawner int
+	wmu     sync.Mutex // serialises messages to the manager
 
 	// mu guards leaders and is held around fork and around reaping, so a leader's exit is
 	// never reaped before its pid is recorded and its spawn reply is sent.
@@ -101,6 +106,12 @@ func helperMain() int {
 	reqDone := make(chan struct{})
 	go func() {
 		defer close(reqDone)
+		// Every fork happens on this thread (spawn runs in this loop). It is never the
+		// main thread (init holds that one), to which the kernel re-parents orphans.
+		runtime.LockOSThread()
+		h.mu.Lock()
+		h.spawner = unix.Gettid()
+		h.mu.Unlock()
 		buf, oob := make([]byte, maxPacket), make([]byte, unix.CmsgSpace(4*8))
 		for {
 			m, fds, err := recv(h.conn, buf, oob)
@@ -148,7 +159,7 @@ func (h *helper) handle(m *msg, fds []int) {
 		h.mu.Lock()
 		pid, ok := h.tags[m.Tag]
 		l, alive := h.leaders[pid]
-		alive = alive && !l.exited
+		alive = alive && !h.hasExited(pid, l)
 		var err error
 		if ok && alive {
 			// The leader is unreaped (its zombie holds the id), so the group id is ours.
@@ -206,7 +217,7 @@ func (h *helper) spawn(m *msg, fds []int) {
 	h.tags[m.Tag] = pid
 	h.sidTag[pid] = m.Tag
 	// Sent under mu: the reply reaches the manager before the exit event can.
-	h.reply(m, &msg{Pid: pid})
+	h.reply(m, &msg{Pid: pid, Spawner: h.spawner})
 	if !m.Hold {
 		go h.watch(pid)
 	}
@@ -265,7 +276,8 @@ func (h *helper) watch(pid int) {
 
 // reap collects every child that changed state. A leader's exit goes to the manager
 // with the processes that outlived it, which are then swept aside. Held leaders are left
-// as zombies (only marked exited) until the manager releases them; orphans that
+// as zombies until the manager releases them (their exits are not looked for here:
+// no call per leader alive); orphans that
 // re-parented to the reaper are reaped as they exit.
 func (h *helper) reap() {
 	type ended struct {
@@ -275,36 +287,36 @@ func (h *helper) reap() {
 	}
 	var done []ended
 	h.mu.Lock()
-	for pid, l := range h.leaders {
-		if l.exited {
-			continue
+	// Stops, of any child, one waitid each: a stopped leader is continued (a held
+	// leader's exit stays for the manager to read; it is not looked for here, so an
+	// exit costs no call per leader alive).
+	for {
+		var info unix.Siginfo
+		if unix.Waitid(unix.P_ALL, 0, &info, unix.WSTOPPED|unix.WNOHANG, nil) != nil || siginfoPid(&info) == 0 {
+			break
 		}
-		if l.hold {
-			// Only stops are consumed; an exit stays for the manager to read.
-			var info unix.Siginfo
-			if unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WNOHANG, nil) == nil && siginfoPid(&info) != 0 {
-				h.continueStopped(pid, syscall.Signal(siginfoStatus(&info)))
-			}
-			var peek unix.Siginfo
-			if unix.Waitid(unix.P_PID, pid, &peek, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil) == nil && siginfoPid(&peek) != 0 {
-				l.exited = true
-			}
+		if _, ok := h.leaders[int(siginfoPid(&info))]; ok {
+			h.continueStopped(int(siginfoPid(&info)), syscall.Signal(siginfoStatus(&info)))
+		}
+	}
+	for pid, l := range h.leaders {
+		if l.exited || l.hold {
 			continue
 		}
 		var ws unix.WaitStatus
-		wpid, err := unix.Wait4(pid, &ws, unix.WNOHANG|unix.WUNTRACED, nil)
+		wpid, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 		if wpid <= 0 || err != nil {
-			continue
-		}
-		if ws.Stopped() {
-			h.continueStopped(pid, ws.StopSignal())
 			continue
 		}
 		delete(h.leaders, pid)
 		done = append(done, ended{pid, l.tag, ws})
 	}
 	// Orphans: every child that is not a leader.
-	for _, c := range proc.Children(h.self) {
+	kids, ok := orphanCandidates(h.self, h.spawner)
+	if !ok {
+		kids = proc.Children(h.self)
+	}
+	for _, c := range kids {
 		if _, isLeader := h.leaders[c]; isLeader {
 			continue
 		}
@@ -322,6 +334,18 @@ func (h *helper) reap() {
 	}
 }
 
+// hasExited reports whether leader pid has exited; a held leader's exit is looked for
+// here, when asked (it stays unreaped for the manager). Called with h.mu held.
+func (h *helper) hasExited(pid int, l *leader) bool {
+	if l.hold && !l.exited {
+		var peek unix.Siginfo
+		if unix.Waitid(unix.P_PID, pid, &peek, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil) == nil && siginfoPid(&peek) != 0 {
+			l.exited = true
+		}
+	}
+	return l.exited
+}
+
 // continueStopped does what tmux does: a stopped leader can never be resumed by anyone
 // else, so continue it, unless it stopped to read or write the terminal.
 func (h *helper) continueStopped(pid int, sig syscall.Signal) {
@@ -334,8 +358,9 @@ func (h *helper) continueStopped(pid int, sig syscall.Signal) {
 func (h *helper) members(tag string) []proc.Info {
 	h.mu.Lock()
 	leaderPid, known := h.tags[tag]
+	spawner := h.spawner
 	leaderAlive := false
-	if l := h.leaders[leaderPid]; l != nil && !l.exited {
+	if l := h.leaders[leaderPid]; l != nil && !h.hasExited(leaderPid, l) {
 		leaderAlive = true
 	}
 	h.mu.Unlock()
@@ -356,7 +381,7 @@ func (h *helper) members(tag string) []proc.Info {
 		t, ok := h.sidTag[sid]
 		return t, ok
 	}
-	return sessionMembers(h.self, tag, leaderPid, leaderAlive, liveLeader, sidOf)
+	return sessionMembers(h.self, spawner, tag, leaderPid, leaderAlive, liveLeader, sidOf)
 }
 
 // sweep ends every process of the session tagged tag (every descendant with tag ""):

@@ -7,18 +7,28 @@ import (
 // sessionMembers returns the live processes of the session tagged tag, under the reaper
 // self: the leader's subtree (while the leader is alive), and orphans re-parented to the
 // reaper (with their subtrees) whose session id is the leader's or whose environment
-// carries PTYHUB_SESSION=tag. With tag "", every descendant of the reaper. liveLeader
+// carries PTYHUB_SESSION=tag. With tag "", every descendant of the reaper. spawner is the
+// reaper's thread that forks the leaders (0: unknown), so orphans are found without
+// listing every leader (see orphanCandidates). liveLeader
 // says whether a pid is a leader not yet reaped (of any session), sidOf maps a leader pid
 // (a session id) to its tag. On Linux it walks /proc/PID/task/*/children, so it costs
 // O(session), not O(machine).
-func sessionMembers(self int, tag string, leaderPid int, leaderAlive bool, liveLeader func(int) bool, sidOf func(int) (string, bool)) []proc.Info {
+func sessionMembers(self, spawner int, tag string, leaderPid int, leaderAlive bool, liveLeader func(int) bool, sidOf func(int) (string, bool)) []proc.Info {
 	var tree proc.Tree
 	var r proc.Reader
 	var roots []int
 	if tag != "" && leaderAlive {
 		roots = append(roots, leaderPid)
 	}
-	for _, c := range tree.Children(self) {
+	var kids []int
+	ok := false
+	if tag != "" {
+		kids, ok = orphanCandidates(self, spawner)
+	}
+	if !ok {
+		kids = tree.Children(self)
+	}
+	for _, c := range kids {
 		if tag == "" {
 			roots = append(roots, c)
 			continue

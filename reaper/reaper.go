@@ -86,6 +86,7 @@ type Reaper struct {
 	dead    bool
 	leaders map[int]string // pid → tag of leaders not yet released or reaped
 	tags    map[string]int // tag → leader pid, kept for attributing orphans by session id
+	spawner int            // the reaper's thread that forks leaders (0: not known yet)
 
 	done chan struct{} // closed when the helper process has exited and been waited for
 }
@@ -241,6 +242,7 @@ func (r *Reaper) Spawn(spec Spec, stdin, stdout, stderr *os.File) (int, <-chan E
 	r.mu.Lock()
 	r.leaders[resp.Pid] = spec.Tag
 	r.tags[spec.Tag] = resp.Pid
+	r.spawner = resp.Spawner
 	r.mu.Unlock()
 	return resp.Pid, resp.exit, nil
 }
@@ -269,7 +271,7 @@ func (r *Reaper) Release(tag string, pid int) (Exit, error) {
 // reaper would cost a round trip.
 func (r *Reaper) Survivors(tag string) []Survivor {
 	r.mu.Lock()
-	leaderPid := r.tags[tag]
+	leaderPid, spawner := r.tags[tag], r.spawner
 	r.mu.Unlock()
 	// Lookups, not copies: an exit costs O(its session), not O(sessions alive).
 	live := func(pid int) bool {
@@ -285,7 +287,7 @@ func (r *Reaper) Survivors(tag string) []Survivor {
 		return t, ok
 	}
 	var out []Survivor
-	for _, p := range sessionMembers(r.cmd.Process.Pid, tag, leaderPid, false, live, sidOf) {
+	for _, p := range sessionMembers(r.cmd.Process.Pid, spawner, tag, leaderPid, false, live, sidOf) {
 		if p.PID != leaderPid {
 			out = append(out, Survivor{PID: p.PID, Command: proc.CommandLine(p.PID)})
 		}

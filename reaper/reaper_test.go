@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -222,5 +223,75 @@ func crashingManager() {
 		if strings.HasPrefix(strings.TrimSpace(line), "PID ") {
 			fmt.Print(strings.TrimSpace(line) + "\n")
 		}
+	}
+}
+
+// Orphans are found without listing the leaders: every leader is forked by one thread of
+// the reaper, the orphans are on the other threads' children lists, so an exit costs
+// O(its session) however many sessions are alive. A setsid escaper of a held leader that
+// exited is still named (from the manager's side and in the release) and killed.
+func TestOrphansFoundWithoutListingLeaders(t *testing.T) {
+	r := startReaper(t)
+	var idle []int
+	for i := range 10 {
+		_, pid, _ := spawnPTY(t, r, "idle-"+strconv.Itoa(i), "sleep", "1000")
+		idle = append(idle, pid)
+	}
+	t.Cleanup(func() { r.Kill("", time.Second, true) })
+	m, slave, err := pty.Open(24, 80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	sh, _ := exec.LookPath("sh")
+	script := `setsid sh -c 'echo PID $$; exec sleep 1006' </dev/null & read x`
+	env := append(os.Environ(), EnvSession+"=esc")
+	leader, _, err := r.Spawn(Spec{Path: sh, Argv: []string{"sh", "-c", script}, Env: env, Ctty: true, Tag: "esc", Hold: true}, slave, slave, slave)
+	slave.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	esc := readPids(t, bufio.NewReader(m), 1)[0]
+	if _, err := m.Write([]byte("\n")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if p, err := proc.Stat(leader); err == nil && p.Dead() {
+			break // a held zombie
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the leader did not exit")
+		}
+	}
+	r.mu.Lock()
+	spawner := r.spawner
+	r.mu.Unlock()
+	cands, ok := orphanCandidates(r.Pid(), spawner)
+	if !ok {
+		t.Fatalf("no spawning thread known (spawner %d)", spawner)
+	}
+	for _, pid := range append(idle, leader) {
+		if slices.Contains(cands, pid) {
+			t.Errorf("leader %d among the orphan candidates %v", pid, cands)
+		}
+	}
+	// The escaper re-parents once the leader is gone; it is then a candidate.
+	var named []int
+	for _, s := range r.Survivors("esc") {
+		named = append(named, s.PID)
+	}
+	if !slices.Contains(named, esc) {
+		t.Errorf("survivors %v miss the setsid escaper %d", named, esc)
+	}
+	e, err := r.Release("esc", leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(e.Survivors, func(s Survivor) bool { return s.PID == esc }) {
+		t.Errorf("release names %v, not the escaper %d", e.Survivors, esc)
+	}
+	waitGone(t, []int{esc})
+	if got := alive(idle); len(got) != len(idle) {
+		t.Errorf("idle leaders alive %v of %v", got, idle)
 	}
 }

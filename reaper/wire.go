@@ -38,6 +38,8 @@ type msg struct {
 	Err       string     `json:"err,omitempty"`
 	Errno     int        `json:"errno,omitempty"`
 	Survivors []Survivor `json:"survivors,omitempty"`
+	// Spawner (spawn replies): the reaper's thread that forks every leader.
+	Spawner int `json:"spawner,omitempty"`
 }
 
 const (
