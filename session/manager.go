@@ -65,6 +65,7 @@ type Manager struct {
 	idBound  int // ids up to it are recorded as given (registry.setIDBound); 0: not loaded
 	sessions map[int]*Session
 	pools    map[string]map[int]*Session // pool name → its sessions (those in sessions)
+	ended    map[string]map[int]*Session // pool name → its sessions that have ended (admit: O(ended), not O(pool))
 	poolSeq  int                         // names the private pools of clients
 	live     int                         // sessions whose exit is not yet recorded
 	closed   bool
@@ -92,7 +93,25 @@ func (m *Manager) drop(s *Session) {
 		if len(m.pools[s.pool]) == 0 {
 			delete(m.pools, s.pool)
 		}
+		delete(m.ended[s.pool], s.id)
+		if len(m.ended[s.pool]) == 0 {
+			delete(m.ended, s.pool)
+		}
 	}
+}
+
+// endedLocked counts s as ended: one running session fewer, and, while it is in the
+// table, history of its pool. Called with m.mu held, once per session, when its exit
+// status is known.
+func (m *Manager) endedLocked(s *Session) {
+	m.live--
+	if m.sessions[s.id] != s {
+		return
+	}
+	if m.ended[s.pool] == nil {
+		m.ended[s.pool] = map[int]*Session{}
+	}
+	m.ended[s.pool][s.id] = s
 }
 
 // forget takes s out of the table (the caller may have done so) and releases what it
@@ -139,7 +158,7 @@ func NewManager(opts Options) (*Manager, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{opts: opts, log: opts.Logger, sessions: map[int]*Session{}, pools: map[string]map[int]*Session{}}, nil
+	return &Manager{opts: opts, log: opts.Logger, sessions: map[int]*Session{}, pools: map[string]map[int]*Session{}, ended: map[string]map[int]*Session{}}, nil
 }
 
 // startReaper starts the helper process on first use.
@@ -284,19 +303,25 @@ func (m *Manager) noteEnded(s *Session) {
 // protected (recently used, a call in flight, a human attached) is ended and kept as
 // pruned history. Ended sessions of the pool past Options.KeepExited are forgotten,
 // oldest first, without a warning. It also refuses the session when the manager's
-// process is short of file descriptors. The cost is O(sessions of the pool).
+// process is short of file descriptors. The cost is O(ended sessions of the pool), kept
+// as history (O(sessions of the pool) only at the limit).
 func (m *Manager) admit(pool string) ([]string, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
 		return nil, errors.New("session: manager is closed")
 	}
-	var running, ended []*Session
-	for _, s := range m.pools[pool] {
-		if s.isExited() {
-			ended = append(ended, s)
-		} else {
-			running = append(running, s)
+	ended := make([]*Session, 0, len(m.ended[pool]))
+	for _, s := range m.ended[pool] {
+		ended = append(ended, s)
+	}
+	n := len(m.pools[pool]) - len(ended)
+	var running []*Session
+	if n >= m.opts.MaxSessions {
+		for id, s := range m.pools[pool] {
+			if m.ended[pool][id] == nil {
+				running = append(running, s)
+			}
 		}
 	}
 	live := m.live
@@ -305,7 +330,6 @@ func (m *Manager) admit(pool string) ([]string, error) {
 		return nil, err
 	}
 	var warns []string
-	n := len(running)
 	if n >= m.opts.MaxSessions {
 		victim := m.pruneCandidate(running)
 		if victim == nil {
@@ -534,7 +558,7 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		close(s.drained)
 		m.noteEnded(s)
 		m.mu.Lock()
-		m.live--
+		m.endedLocked(s)
 		m.mu.Unlock()
 		close(s.exited)
 		close(s.quit)

@@ -427,7 +427,7 @@ func (s *Session) waitExit(exit <-chan reaper.Exit, held bool) {
 	// Owners learn of the end before anyone can see the session as exited.
 	s.m.noteEnded(s)
 	s.m.mu.Lock()
-	s.m.live--
+	s.m.endedLocked(s)
 	s.m.mu.Unlock()
 	s.m.log.Debug("session ended", "session", s.id, "status", s.exitText())
 	close(s.exited)
