@@ -1,6 +1,8 @@
 package ptyhub_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -50,4 +52,71 @@ func TestPipeControlKeys(t *testing.T) {
 			t.Errorf("^D on pipes: output %q, exit %v %q; want 3 bytes counted and exit 0", out, r.ExitCode, r.Signal)
 		}
 	})
+}
+
+// TestWriteToExited: input to an exited session is refused the same way whether this
+// client was told of the exit, kill_session ended it, or another client sees it; and
+// kill_session with a signal reports the state after the signal took effect.
+func TestWriteToExited(t *testing.T) {
+	t.Parallel()
+	m, c := newClient(t, session.Options{})
+	other := m.NewClient("other")
+	refused := func(name string, c *session.Client, id string) {
+		t.Helper()
+		_, err := c.Write(context.Background(), session.WriteRequest{SessionID: id, Chars: "x\n"})
+		if !errors.Is(err, session.ErrExited) || !strings.Contains(err.Error(), "nothing was written") {
+			t.Errorf("%s: write to an exited session: %v, want ErrExited saying nothing was written", name, err)
+		}
+	}
+
+	r := exec(t, c, session.ExecRequest{Cmd: "echo hi"})
+	if r.State != session.StateExited {
+		t.Fatalf("echo hi: %+v", r)
+	}
+	refused("exit reported to this client", c, r.SessionID)
+	refused("exit seen by another client", other, r.SessionID)
+
+	r = exec(t, c, session.ExecRequest{Cmd: "exec sleep 60", YieldTimeMs: ms(0)})
+	if _, err := c.Kill(context.Background(), session.KillRequest{SessionID: r.SessionID}); err != nil {
+		t.Fatal(err)
+	}
+	refused("ended by kill_session", c, r.SessionID)
+
+	for _, sig := range []string{"TERM", "KILL"} {
+		for _, tty := range []bool{true, false} {
+			r = exec(t, c, session.ExecRequest{Argv: []string{"sleep", "60"}, TTY: &tty, YieldTimeMs: ms(0)})
+			k, err := c.Kill(context.Background(), session.KillRequest{SessionID: r.SessionID, Signal: sig})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k.State != session.StateExited || k.Signal != "SIG"+sig {
+				t.Errorf("kill_session signal %s (tty %v) to sleep: state %s signal %q, want exited by SIG%s", sig, tty, k.State, k.Signal, sig)
+			}
+			refused("ended by kill_session "+sig, c, r.SessionID)
+		}
+	}
+}
+
+// TestPollWaitsForNews: an empty poll of a shell that waits for input waits for the
+// output of its background job instead of returning at once with nothing.
+func TestPollWaitsForNews(t *testing.T) {
+	t.Parallel()
+	_, c := newClient(t, session.Options{})
+	r := exec(t, c, session.ExecRequest{Argv: []string{"bash", "--norc", "--noprofile", "-i"},
+		Env: map[string]string{"PS1": "$ "}, YieldTimeMs: ms(10000)})
+	if r.ReturnedBecause != session.BecauseWaitingForInput {
+		t.Fatalf("bash: returned because %s, output %q", r.ReturnedBecause, r.Output)
+	}
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "(sleep 1; echo BG$((6*7))DONE) &\n", YieldTimeMs: ms(10000)})
+	out := r.Output
+	for i := 0; i < 3 && !strings.Contains(out, "BG42DONE"); i++ {
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: ms(10000)})
+		out += r.Output
+		if r.Output == "" && r.ReturnedBecause != session.BecauseDeadline {
+			t.Errorf("empty poll returned at once with nothing, because %s", r.ReturnedBecause)
+		}
+	}
+	if !strings.Contains(out, "BG42DONE") {
+		t.Errorf("the background job's output never came: %q", out)
+	}
 }

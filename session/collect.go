@@ -44,6 +44,9 @@ type collectOpts struct {
 	deadline time.Time
 	budget   int
 	pattern  *regexp.Regexp
+	// needNews: waiting for input counts only once output arrived in this call (an empty
+	// poll waits for news; a program that already waited when the call began is no news).
+	needNews bool
 }
 
 // collected is the outcome of a collect.
@@ -82,6 +85,7 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	timer := time.NewTimer(time.Until(o.deadline))
 	defer timer.Stop()
 	eof := false
+	news := false // output arrived in this call
 
 	// Looks at whether the program waits for input (tty sessions on Linux only): at once,
 	// then backing off while nothing is printed; poll wakes collect for the next one.
@@ -185,7 +189,10 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 			// spinning on it, and with the terminal closed nothing can wait for input.
 			notify = nil
 		}
-		if detect && !eof && !s.isExited() {
+		if fresh {
+			news = true
+		}
+		if detect && !eof && !s.isExited() && (news || !o.needNews) {
 			now := time.Now()
 			if fresh {
 				// New output: look at once. During a flood a look stops at its first,

@@ -79,7 +79,6 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 	var skip *Session
 	if state == StateExited {
 		s.mu.Lock()
-		s.reported = true
 		r.Survivors = append([]Survivor(nil), s.survivors...)
 		r.DurationMs = float64(s.exitedAt.Sub(s.started).Microseconds()) / 1000
 		s.mu.Unlock()
@@ -241,15 +240,23 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 	s.begin()
 	defer s.end()
 	if s.isExited() {
-		s.mu.Lock()
-		reported := s.reported
-		s.mu.Unlock()
+		// One answer whatever path reported the exit (this call's client, another one,
+		// kill_session): input is refused; a poll gets what is left unread, if anything.
 		unread := s.cursorBehind()
-		if reported && !unread {
-			return nil, fmt.Errorf("%w: session %d (%s) %s; nothing was written (its output can still be read)", ErrExited, s.id, s.command, s.exitText())
+		select {
+		case <-s.drained:
+		default:
+			unread = true // the end of its output is still on its way
 		}
 		if len(data) > 0 || req.CloseStdin {
-			warns = append(warns, fmt.Sprintf("input not written: session %d has exited", s.id))
+			left := ""
+			if unread {
+				left = "; it printed output you have not read yet: poll with write_stdin without input to get it"
+			}
+			return nil, fmt.Errorf("%w: session %d (%s) %s; nothing was written%s", ErrExited, s.id, s.command, s.exitText(), left)
+		}
+		if !unread {
+			return nil, fmt.Errorf("%w: session %d (%s) %s; all its output has been returned (read_output can still show it)", ErrExited, s.id, s.command, s.exitText())
 		}
 		col := s.collect(ctx, collectOpts{deadline: t0, budget: budget, pattern: re})
 		return c.result(s, t0, col, warns), nil
@@ -292,7 +299,8 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 		}
 		timer.Stop()
 	}
-	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re})
+	poll := len(data) == 0 && !req.CloseStdin
+	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re, needNews: poll})
 	r := c.result(s, t0, col, warns)
 	if job != nil {
 		if q := len(job.data) - int(job.written.Load()); q > 0 {
@@ -492,9 +500,18 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 		if s.isExited() {
 			return nil, fmt.Errorf("%w: session %d %s; no signal sent", ErrExited, s.id, s.exitText())
 		}
+		pgid := s.pid
 		if s.tty {
 			// The foreground process group: what a human's terminal would signal.
-			err = s.master.Signal(sig)
+			if fg, err := s.master.ForegroundPgrp(); err == nil && fg > 0 {
+				pgid = fg
+			}
+			switch sig {
+			case syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTSTP: // what TIOCSIG can send
+				err = s.master.Signal(sig)
+			default:
+				err = syscall.Kill(-pgid, sig)
+			}
 		} else {
 			err = c.m.reaper.SignalGroup(s.uuid, sig)
 		}
@@ -502,6 +519,7 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 			return nil, fmt.Errorf("session: signal %s: %w", pty.SignalName(sig), err)
 		}
 		r.SignalSent = pty.SignalName(sig)
+		s.settle(pgid, signalSettle)
 	} else if !s.isExited() {
 		r.Survivors = s.kill(false)
 	}
@@ -516,6 +534,33 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 	}
 	r.Notices = c.notices(skip, nil)
 	return r, nil
+}
+
+// signalSettle bounds how long kill_session with a signal waits for the signal's effect.
+const signalSettle = 500 * time.Millisecond
+
+// settle waits until the signalled process group pgid has had the signal's effect, at
+// most bound: the session exited, or pgid (not the leader's own group) is gone. A
+// group that catches or ignores the signal uses the whole bound. The group is looked
+// at every millisecond: nothing notifies the end of a process that is not ours to wait
+// for.
+func (s *Session) settle(pgid int, bound time.Duration) {
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.exited:
+			return
+		case <-deadline.C:
+			return
+		case <-tick.C:
+			if pgid != s.pid && syscall.Kill(-pgid, 0) == syscall.ESRCH {
+				return
+			}
+		}
+	}
 }
 
 // Resize changes the window size.

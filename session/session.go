@@ -55,7 +55,6 @@ type Session struct {
 	inFlight   int
 	rows, cols int
 	owner      *Client
-	reported   bool // the agent has been told of the exit
 	removed    bool
 	pruned     bool   // ended by the per-client limit
 	pool       string // immutable: the pool it counts in
