@@ -56,6 +56,8 @@ type Model struct {
 	rows, cols int      // the emulator's size (the size at off)
 	resizes    []resize // size changes at offsets beyond off, in order
 	closed     bool
+	im         Scanner // input-mode tracker (InputModes): has scanned the stream up to imOff
+	imOff      int64
 	final      *Snapshot // after Close: the last screen
 	finalPaint []byte
 }
@@ -153,6 +155,29 @@ func (m *Model) onEvent(e Event) {
 		m.mu.Unlock()
 	}
 	m.reply(Answer(e, row+1, col+1))
+}
+
+// InputModes returns the modes that change what the terminal's keys send (cursor keys,
+// keypad), as of all output written to the hub before the call. It scans only what
+// arrived since its last call, with its own scanner (the emulator may be far behind).
+func (m *Model) InputModes() Modes {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var buf [4 << 10]byte
+	for end := m.hub.End(); m.imOff < end; {
+		n, missed, _ := m.hub.ReadAt(buf[:min(int64(len(buf)), end-m.imOff)], m.imOff)
+		if missed > 0 { // left the ring: a sequence split across the gap is lost
+			m.im.Reset()
+			m.imOff += missed
+			continue
+		}
+		if n == 0 {
+			break
+		}
+		m.im.Scan(buf[:n], m.imOff, nil)
+		m.imOff += int64(n)
+	}
+	return m.im.Modes()
 }
 
 // Resize records that the terminal became rows×cols after the output written so far.

@@ -36,6 +36,10 @@ const (
 type Modes struct {
 	AltScreen    bool // DEC modes 1049, 1047, 47
 	CursorHidden bool // DEC mode 25 reset
+	// CursorKeys is DECCKM (DEC mode 1): cursor keys send ESC O A, not ESC [ A.
+	CursorKeys bool
+	// KeypadApp is DECKPAM (ESC =, until ESC >): the keypad sends ESC O sequences.
+	KeypadApp bool
 }
 
 // Event is one thing Scanner recognised.
@@ -114,6 +118,9 @@ func (sc *Scanner) Scan(p []byte, base int64, fn func(Event)) {
 				sc.state = stGround
 			case c == 0x1b:
 				sc.start = base + int64(i)
+			case c == '=' || c == '>':
+				sc.modes.KeypadApp = c == '='
+				sc.state = stGround
 			case c >= 0x20 && c < 0x30:
 				sc.state = stEscInt
 			default:
@@ -230,6 +237,8 @@ func (sc *Scanner) csi(f byte, end int64, fn func(Event)) {
 				sc.modes.AltScreen = set
 			case "25":
 				sc.modes.CursorHidden = !set
+			case "1":
+				sc.modes.CursorKeys = set
 			}
 		}
 	}

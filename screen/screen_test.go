@@ -160,6 +160,9 @@ func TestScanner(t *testing.T) {
 		{"alt twice clears once", "\x1b[?1049h\x1b[?1049h", nil, []int64{0}, Modes{AltScreen: true}},
 		{"alt left, cursor hidden", "\x1b[?1049h\x1b[?1049l\x1b[?25l", nil, []int64{0}, Modes{CursorHidden: true}},
 		{"ris", "\x1b[?25l\x1bc", nil, []int64{6}, Modes{}},
+		{"cursor keys and keypad", "\x1b[?1h\x1b=", nil, nil, Modes{CursorKeys: true, KeypadApp: true}},
+		{"cursor keys reset, keypad normal", "\x1b[?1;25h\x1b=\x1b[?1l\x1b>", nil, nil, Modes{}},
+		{"ris resets cursor keys", "\x1b[?1h\x1b=\x1bc", nil, []int64{7}, Modes{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

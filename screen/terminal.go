@@ -126,7 +126,7 @@ func (t *Terminal) Modes() Modes {
 	return Modes{AltScreen: t.emu.IsAltScreen(), CursorHidden: t.hidden}
 }
 
-// SetModes switches the alternate screen and cursor visibility to m, as the program's
+// SetModes switches the alternate screen, cursor keys and cursor visibility to m, as the program's
 // own sequences would (entering the alternate screen clears it).
 func (t *Terminal) SetModes(m Modes) {
 	t.mu.Lock()
@@ -136,6 +136,9 @@ func (t *Terminal) SetModes(m Modes) {
 	}
 	if m.AltScreen != t.emu.IsAltScreen() {
 		t.emu.WriteString(map[bool]string{true: "\x1b[?1049h", false: "\x1b[?1049l"}[m.AltScreen])
+	}
+	if m.CursorKeys != t.modes[ansi.ModeCursorKeys] {
+		t.emu.WriteString(map[bool]string{true: "\x1b[?1h", false: "\x1b[?1l"}[m.CursorKeys])
 	}
 	if m.CursorHidden != t.hidden {
 		t.emu.WriteString(map[bool]string{true: "\x1b[?25l", false: "\x1b[?25h"}[m.CursorHidden])

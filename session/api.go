@@ -87,7 +87,7 @@ type ExecRequest struct {
 type WriteRequest struct {
 	SessionID       string   `json:"session_id" jsonschema:"session id: the short number, the UUID, or a unique UUID prefix"`
 	Chars           string   `json:"chars,omitempty" jsonschema:"bytes to type; JSON escapes carry control keys: \\u0003 is Ctrl-C, \\u0004 Ctrl-D, \\u001b[A Up; end a line with \\n"`
-	Keys            []string `json:"keys,omitempty" jsonschema:"tmux-style key names typed after chars, e.g. C-c, Enter, Up, Tab, Escape, F1, BSpace"`
+	Keys            []string `json:"keys,omitempty" jsonschema:"tmux-style key names typed after chars, e.g. C-c, Enter, Up, Tab, Escape, F1, BSpace, KP5; cursor and keypad keys follow the modes the program set (Up is ESC O A in cursor-key mode)"`
 	CloseStdin      bool     `json:"close_stdin,omitempty" jsonschema:"send end-of-file after the input (Ctrl-D on a terminal, close of the pipe otherwise)"`
 	YieldTimeMs     *int64   `json:"yield_time_ms,omitempty" jsonschema:"how long to wait for output, in ms (default 250, max 600000); 0 returns what is there now"`
 	MaxOutputTokens *int64   `json:"max_output_tokens,omitempty" jsonschema:"token budget of the returned output (default 10000)"`

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ptyhub/ptyhub/screen"
 	"github.com/ptyhub/ptyhub/truncate"
 )
 
@@ -22,12 +23,33 @@ var keyNames = map[string]string{
 	"f9": "\x1b[20~", "f10": "\x1b[21~", "f11": "\x1b[23~", "f12": "\x1b[24~",
 }
 
-// encodeKeys turns tmux-style key names into bytes: named keys (Enter, Up, F1…), C-x
-// (control), M-x (meta: ESC prefix), and single characters typed as themselves.
-func encodeKeys(keys []string) ([]byte, error) {
+// appKeys are what keys send instead when the program set the cursor-key mode (DECCKM,
+// ESC [ ? 1 h: less, vim and readline set it) or the keypad's application mode (ESC =).
+var (
+	cursorAppKeys = map[string]string{
+		"up": "\x1bOA", "down": "\x1bOB", "right": "\x1bOC", "left": "\x1bOD",
+		"home": "\x1bOH", "end": "\x1bOF",
+	}
+	keypadKeys = map[string]string{ // normal mode; application mode: keypadAppKeys
+		"kp0": "0", "kp1": "1", "kp2": "2", "kp3": "3", "kp4": "4", "kp5": "5", "kp6": "6",
+		"kp7": "7", "kp8": "8", "kp9": "9", "kp.": ".", "kp/": "/", "kp*": "*", "kp-": "-",
+		"kp+": "+", "kpenter": "\r",
+	}
+	keypadAppKeys = map[string]string{
+		"kp0": "\x1bOp", "kp1": "\x1bOq", "kp2": "\x1bOr", "kp3": "\x1bOs", "kp4": "\x1bOt",
+		"kp5": "\x1bOu", "kp6": "\x1bOv", "kp7": "\x1bOw", "kp8": "\x1bOx", "kp9": "\x1bOy",
+		"kp.": "\x1bOn", "kp/": "\x1bOo", "kp*": "\x1bOj", "kp-": "\x1bOm", "kp+": "\x1bOk",
+		"kpenter": "\x1bOM",
+	}
+)
+
+// encodeKeys turns tmux-style key names into bytes: named keys (Enter, Up, F1, KP5…), C-x
+// (control), M-x (meta: ESC prefix), and single characters typed as themselves. Cursor and
+// keypad keys follow the terminal's modes (as a terminal's keys do).
+func encodeKeys(keys []string, modes screen.Modes) ([]byte, error) {
 	var out []byte
 	for _, k := range keys {
-		b, err := encodeKey(k)
+		b, err := encodeKey(k, modes)
 		if err != nil {
 			return nil, err
 		}
@@ -36,15 +58,25 @@ func encodeKeys(keys []string) ([]byte, error) {
 	return out, nil
 }
 
-func encodeKey(k string) ([]byte, error) {
+func encodeKey(k string, modes screen.Modes) ([]byte, error) {
 	if k == "" {
 		return nil, fmt.Errorf("%w: empty key name", ErrInvalid)
 	}
-	if s, ok := keyNames[strings.ToLower(k)]; ok {
+	name := strings.ToLower(k)
+	if s, ok := cursorAppKeys[name]; ok && modes.CursorKeys {
+		return []byte(s), nil
+	}
+	if s, ok := keypadAppKeys[name]; ok && modes.KeypadApp {
+		return []byte(s), nil
+	}
+	if s, ok := keypadKeys[name]; ok {
+		return []byte(s), nil
+	}
+	if s, ok := keyNames[name]; ok {
 		return []byte(s), nil
 	}
 	if len(k) > 2 && (k[:2] == "M-" || k[:2] == "m-") {
-		b, err := encodeKey(k[2:])
+		b, err := encodeKey(k[2:], modes)
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +104,7 @@ func encodeKey(k string) ([]byte, error) {
 	if r := []rune(k); len(r) == 1 {
 		return []byte(k), nil
 	}
-	return nil, fmt.Errorf("%w: unknown key %q (use names like Enter, Tab, Escape, Up, Down, Left, Right, BSpace, F1-F12, PageUp, Home, C-c, M-x, or a single character)", ErrInvalid, k)
+	return nil, fmt.Errorf("%w: unknown key %q (use names like Enter, Tab, Escape, Up, Down, Left, Right, BSpace, F1-F12, PageUp, Home, KP0-KP9, KPEnter, C-c, M-x, or a single character)", ErrInvalid, k)
 }
 
 // yieldDuration validates a yield in ms; nil means def. It returns a warning when clamped.

@@ -50,6 +50,14 @@ func (sc *screenState) stop() {
 	}
 }
 
+// inputModes returns the terminal modes that change what keys send (zero on pipes).
+func (s *Session) inputModes() screen.Modes {
+	if !s.tty || s.scr == nil {
+		return screen.Modes{}
+	}
+	return s.scr.m.InputModes()
+}
+
 func (sc *screenState) snapshot() (screen.Snapshot, bool) {
 	if sc == nil {
 		return screen.Snapshot{}, false

@@ -228,7 +228,7 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 		return nil, err
 	}
 	data := []byte(req.Chars)
-	keys, err := encodeKeys(req.Keys)
+	keys, err := encodeKeys(req.Keys, s.inputModes())
 	if err != nil {
 		return nil, err
 	}
