@@ -120,3 +120,63 @@ func TestPollWaitsForNews(t *testing.T) {
 		t.Errorf("the background job's output never came: %q", out)
 	}
 }
+
+// TestKeysFollowTerminalModes: after less sets the cursor-key mode (ESC [ ? 1 h), keys
+// ["Down"] sends ESC O B, which less takes as a line down.
+func TestKeysFollowTerminalModes(t *testing.T) {
+	t.Parallel()
+	_, c := newClient(t, session.Options{})
+	r := exec(t, c, session.ExecRequest{Cmd: "seq 1 200 | less", YieldTimeMs: ms(10000)})
+	if r.ReturnedBecause != session.BecauseWaitingForInput {
+		t.Fatalf("less: returned because %s: %q", r.ReturnedBecause, r.Output)
+	}
+	top := func() string {
+		t.Helper()
+		rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: r.SessionID, View: "screen"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rr.Screen.Rows[0]
+	}
+	if got := top(); got != "1" {
+		t.Fatalf("less starts with row %q, want 1", got)
+	}
+	for i, want := range []string{"2", "3"} {
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Keys: []string{"Down"}, YieldTimeMs: ms(10000)})
+		if got := top(); got != want {
+			t.Fatalf("after %d× Down the top row is %q, want %q", i+1, got, want)
+		}
+	}
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Keys: []string{"Up"}, YieldTimeMs: ms(10000)})
+	if got := top(); got != "2" {
+		t.Errorf("after Up the top row is %q, want 2", got)
+	}
+	write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "q", YieldTimeMs: ms(10000)})
+}
+
+// TestWaitForSkipsEcho: wait_for matches what the program printed, not the terminal's
+// echo of the command line that was typed, and matches per line (^ and $ at line ends).
+func TestWaitForSkipsEcho(t *testing.T) {
+	t.Parallel()
+	_, c := newClient(t, session.Options{})
+	r := exec(t, c, session.ExecRequest{Argv: []string{"bash", "--norc", "--noprofile", "-i"},
+		Env: map[string]string{"PS1": "$ "}, YieldTimeMs: ms(10000)})
+	for _, pat := range []string{"DONE", "^DONE$", "ON"} {
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "sleep 0.2; echo DONE\n", WaitFor: pat, YieldTimeMs: ms(10000)})
+		if r.ReturnedBecause != session.BecausePattern || !strings.Contains("\n"+r.Output, "\nDONE") {
+			t.Errorf("wait_for %q: returned because %s with %q; want the program's DONE line", pat, r.ReturnedBecause, r.Output)
+		}
+	}
+	// A program that prints what it read: its line is not the echo.
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "cat\n", WaitFor: `^cat$`, YieldTimeMs: ms(300)})
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "hello\n", WaitFor: "^hello$", YieldTimeMs: ms(10000)})
+	if r.ReturnedBecause != session.BecausePattern || strings.Count(r.Output, "hello") != 2 {
+		t.Errorf("wait_for ^hello$ on cat: returned because %s with %q; want the echo and cat's line", r.ReturnedBecause, r.Output)
+	}
+	// On pipes there is no echo; ^/$ still anchor at line boundaries.
+	r = exec(t, c, session.ExecRequest{Cmd: "echo one; echo DONE; sleep 60", TTY: new(false), WaitFor: "^DONE$", YieldTimeMs: ms(10000)})
+	if r.ReturnedBecause != session.BecausePattern {
+		t.Errorf("wait_for ^DONE$ on pipes: returned because %s with %q", r.ReturnedBecause, r.Output)
+	}
+	c.Kill(context.Background(), session.KillRequest{SessionID: r.SessionID})
+}

@@ -75,7 +75,7 @@ type ExecRequest struct {
 	Cols            int               `json:"cols,omitempty" jsonschema:"terminal columns (default 80)"`
 	YieldTimeMs     *int64            `json:"yield_time_ms,omitempty" jsonschema:"how long to wait for output before returning, in ms (default 10000, max 600000); returns earlier when the program exits or matches wait_for"`
 	MaxOutputTokens *int64            `json:"max_output_tokens,omitempty" jsonschema:"token budget of the returned output (default 10000); longer output keeps its head and tail"`
-	WaitFor         string            `json:"wait_for,omitempty" jsonschema:"regular expression (Go RE2 syntax): return as soon as new output matches it"`
+	WaitFor         string            `json:"wait_for,omitempty" jsonschema:"regular expression (Go RE2 syntax) matched per line of new output, as grep does (^ and $ match at the line's start and end; the unfinished last line counts too): return as soon as a line matches; the terminal's echo of the call's own input is not matched"`
 	TimeoutMs       int64             `json:"timeout_ms,omitempty" jsonschema:"hard time limit in ms: the session is killed at the limit and reported as timed out (exit code 124)"`
 	Profile         string            `json:"profile,omitempty" jsonschema:"environment profile: agent (default: TERM=xterm-256color, NO_COLOR=1, pagers off, UTF-8 locale) or plain"`
 	Name            string            `json:"name,omitempty" jsonschema:"name of the session, usable wherever a session id goes; if a session of yours with this name is still running, it is returned (with its new output) instead of starting a duplicate"`
@@ -91,7 +91,7 @@ type WriteRequest struct {
 	CloseStdin      bool     `json:"close_stdin,omitempty" jsonschema:"send end-of-file after the input (Ctrl-D on a terminal, close of the pipe otherwise)"`
 	YieldTimeMs     *int64   `json:"yield_time_ms,omitempty" jsonschema:"how long to wait for output, in ms (default 250, max 600000); 0 returns what is there now"`
 	MaxOutputTokens *int64   `json:"max_output_tokens,omitempty" jsonschema:"token budget of the returned output (default 10000)"`
-	WaitFor         string   `json:"wait_for,omitempty" jsonschema:"regular expression: return as soon as new output matches it"`
+	WaitFor         string   `json:"wait_for,omitempty" jsonschema:"regular expression (Go RE2 syntax) matched per line of new output, as grep does (^ and $ at the line's start and end; the unfinished last line, e.g. a prompt, counts too); the terminal's echo of the chars you typed is never matched, only what the program printed"`
 }
 
 // ReadRequest is the input of read_output.

@@ -43,7 +43,10 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }
 type collectOpts struct {
 	deadline time.Time
 	budget   int
-	pattern  *regexp.Regexp
+	pattern  *regexp.Regexp // matched per line (lineMatcher)
+	// echo lists the lines of this call's input whose terminal echo the pattern must not
+	// match (echoLines).
+	echo [][]byte
 	// needNews: waiting for input counts only once output arrived in this call (an empty
 	// poll waits for news; a program that already waited when the call began is no news).
 	needNews bool
@@ -73,7 +76,12 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	buf := *bp
 	var text []byte
 	coll := truncate.NewCollector(o.budget)
-	var window []byte
+	var lm *lineMatcher
+	if o.pattern != nil {
+		lm = &lineMatcher{re: o.pattern, echo: o.echo}
+	}
+	matched := false
+	looked := false // the pattern has been tried on what was there when the call began
 	var res collected
 	// A flood (the result is already being cut and no pattern needs the text): only the
 	// last rawKeep bytes can still reach the tail, so they are kept raw and converted at
@@ -117,6 +125,8 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 			notify = s.hub.Notify()
 		}
 		fresh := false
+		first := !looked
+		looked = true
 		for {
 			n, missed, err := s.hub.ReadAt(buf, s.cursor)
 			if missed > 0 { // left memory before we read it: the transcript may have it
@@ -150,8 +160,8 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 				text = s.convert(coll, text, buf[:n], s.cursor)
 				s.cursor += int64(n)
 				fresh = true // new bytes may only extend the unfinished line (a prompt)
-				if o.pattern != nil && len(text) > 0 {
-					window = appendWindow(window, text)
+				if lm != nil && len(text) > 0 && !matched {
+					matched = lm.feed(text)
 				}
 			}
 			if err == io.EOF {
@@ -179,7 +189,7 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 				timer.Reset(max(exitDrainQuiet-quietFor, time.Millisecond))
 			}
 		}
-		if o.pattern != nil && (fresh || len(window) == 0) && s.matchPattern(o.pattern, window) {
+		if lm != nil && (matched || (fresh || first) && lm.matchPending(s.conv.Pending())) {
 			res.because = BecausePattern
 			break
 		}
@@ -284,26 +294,6 @@ func (s *Session) convert(coll *truncate.Collector, dst, raw []byte, start int64
 		s.lineFrom = start
 	}
 	return dst
-}
-
-// matchPattern matches the text collected in this call (its recent part) plus the
-// unfinished line, so a prompt without a newline matches.
-func (s *Session) matchPattern(re *regexp.Regexp, window []byte) bool {
-	pending := s.conv.Pending()
-	if len(pending) == 0 {
-		return re.Match(window)
-	}
-	return re.Match(append(window[:len(window):len(window)], pending...))
-}
-
-// appendWindow keeps the last patternWindow bytes of text.
-func appendWindow(w, text []byte) []byte {
-	w = append(w, text...)
-	if len(w) > patternWindow {
-		n := copy(w, w[len(w)-patternWindow:])
-		w = w[:n]
-	}
-	return w
 }
 
 // waitingForInput reports whether the program in the foreground is blocked reading the

@@ -136,15 +136,17 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 	warns = appendNonEmpty(warns, ywarn, bwarn)
 	s.begin()
 	defer s.end()
+	var echo [][]byte
 	if req.Stdin != "" || req.CloseStdin {
 		data := []byte(req.Stdin)
+		echo = s.echoOf(data, re)
 		_, iw, err := s.input(data, req.CloseStdin)
 		warns = append(warns, iw...)
 		if err != nil {
 			warns = append(warns, "stdin not written: "+err.Error())
 		}
 	}
-	col := s.collect(ctx, collectOpts{deadline: t0.Add(yield), budget: budget, pattern: re})
+	col := s.collect(ctx, collectOpts{deadline: t0.Add(yield), budget: budget, pattern: re, echo: echo})
 	r := c.result(s, t0, col, warns)
 	r.Profile = s.profile
 	return r, nil
@@ -261,6 +263,7 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 		col := s.collect(ctx, collectOpts{deadline: t0, budget: budget, pattern: re})
 		return c.result(s, t0, col, warns), nil
 	}
+	echo := s.echoOf(data, re)
 	var job *writeJob
 	if len(data) > 0 || req.CloseStdin {
 		if s.tty && len(data) > 0 {
@@ -300,7 +303,7 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 		timer.Stop()
 	}
 	poll := len(data) == 0 && !req.CloseStdin
-	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re, needNews: poll})
+	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re, needNews: poll, echo: echo})
 	r := c.result(s, t0, col, warns)
 	if job != nil {
 		if q := len(job.data) - int(job.written.Load()); q > 0 {
@@ -309,6 +312,19 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 		}
 	}
 	return r, nil
+}
+
+// echoOf returns the lines of input data whose echo wait_for must not match: on a
+// terminal that echoes (or in raw mode, where the program echoes itself, as readline
+// does); none with echo off in line mode (a password) or on pipes.
+func (s *Session) echoOf(data []byte, re *regexp.Regexp) [][]byte {
+	if re == nil || !s.tty || len(data) == 0 {
+		return nil
+	}
+	if a, err := s.master.Attrs(); err != nil || !a.Echo && a.Canonical {
+		return nil
+	}
+	return echoLines(data)
 }
 
 // cursorBehind reports whether output remains unread by the agent.
