@@ -159,9 +159,11 @@ func TestKeysFollowTerminalModes(t *testing.T) {
 func TestWaitForSkipsEcho(t *testing.T) {
 	t.Parallel()
 	_, c := newClient(t, session.Options{})
-	r := exec(t, c, session.ExecRequest{Argv: []string{"bash", "--norc", "--noprofile", "-i"},
-		Env: map[string]string{"PS1": "$ "}, YieldTimeMs: ms(10000)})
+	var r *session.Result
 	for _, pat := range []string{"DONE", "^DONE$", "ON"} {
+		// A shell waiting at its prompt, as an agent finds it.
+		r = exec(t, c, session.ExecRequest{Argv: []string{"bash", "--norc", "--noprofile", "-i"},
+			Env: map[string]string{"PS1": "$ "}, YieldTimeMs: ms(10000)})
 		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "sleep 0.2; echo DONE\n", WaitFor: pat, YieldTimeMs: ms(10000)})
 		if r.ReturnedBecause != session.BecausePattern || !strings.Contains("\n"+r.Output, "\nDONE") {
 			t.Errorf("wait_for %q: returned because %s with %q; want the program's DONE line", pat, r.ReturnedBecause, r.Output)
@@ -179,4 +181,26 @@ func TestWaitForSkipsEcho(t *testing.T) {
 		t.Errorf("wait_for ^DONE$ on pipes: returned because %s with %q", r.ReturnedBecause, r.Output)
 	}
 	c.Kill(context.Background(), session.KillRequest{SessionID: r.SessionID})
+}
+
+// TestNotWaitingWhileQueryOwed: a program in raw mode that asks for the cursor position
+// and waits for the answer (as prompt_toolkit does at every prompt) is not waiting for
+// the agent: ptyhub answers, and the program prints and exits.
+func TestNotWaitingWhileQueryOwed(t *testing.T) {
+	t.Parallel()
+	_, c := newClient(t, session.Options{})
+	script := `import os, sys, tty
+tty.setraw(0)
+os.write(1, b"\x1b[6n")
+buf = b""
+while not buf.endswith(b"R"):
+    buf += os.read(0, 64)
+os.write(1, b"GOT " + buf[1:] + b"\r\n")
+`
+	for i := 0; i < 20; i++ {
+		r := exec(t, c, session.ExecRequest{Argv: []string{"python3", "-c", script}, YieldTimeMs: ms(10000)})
+		if r.ReturnedBecause != session.BecauseExit || !strings.Contains(r.Output, "GOT [1;1R") {
+			t.Fatalf("run %d: returned because %s with %q; want the exit after the answer", i, r.ReturnedBecause, r.Output)
+		}
+	}
 }

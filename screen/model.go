@@ -2,7 +2,9 @@ package screen
 
 import (
 	"bytes"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ptyhub/ptyhub/broadcast"
@@ -45,6 +47,10 @@ type Model struct {
 	quit  chan struct{}
 	done  chan struct{} // closed when the answerer ended (at once without a reply func)
 	once  sync.Once
+	// answered is the stream offset up to which the answerer has scanned, with every
+	// query before it answered (its reply handed to reply); MaxInt64 when nothing is
+	// owed (no answerer, or it ended).
+	answered atomic.Int64
 
 	mu         sync.Mutex // guards the fields below; held while the emulator catches up
 	term       *Terminal  // nil until first needed and after the end
@@ -75,6 +81,7 @@ func Follow(h *broadcast.Hub, rows, cols int, reply func([]byte)) *Model {
 	m := &Model{hub: h, reply: reply, quit: make(chan struct{}), done: make(chan struct{}),
 		rows: max(rows, 1), cols: max(cols, 1)}
 	if reply == nil {
+		m.answered.Store(math.MaxInt64)
 		close(m.done)
 	} else {
 		go m.answer()
@@ -89,6 +96,7 @@ var scanBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 // It stops at the end of the stream or when quit is closed.
 func (m *Model) answer() {
 	defer close(m.done)
+	defer m.answered.Store(math.MaxInt64)
 	var sc Scanner
 	off := int64(0)
 	// During a flood (a round that found more than floodRound bytes) the answerer wakes
@@ -111,10 +119,12 @@ func (m *Model) answer() {
 			if missed > 0 { // fell out of the ring: a query split across the gap is lost
 				sc.Reset()
 				off += missed
+				m.answered.Store(off)
 			}
 			if n > 0 {
 				sc.Scan(buf[:n], off, m.onEvent)
 				off += int64(n)
+				m.answered.Store(off)
 				round += int64(n)
 				continue
 			}
@@ -179,6 +189,12 @@ func (m *Model) InputModes() Modes {
 	}
 	return m.im.Modes()
 }
+
+// AnsweredTo returns the stream offset up to which every terminal query has been
+// answered (the reply handed to the reply function): a query in the stream before it is
+// not owed. It is math.MaxInt64 when the model answers nothing (no reply function, or
+// the answerer has ended). Safe for concurrent use.
+func (m *Model) AnsweredTo() int64 { return m.answered.Load() }
 
 // Resize records that the terminal became rows×cols after the output written so far.
 func (m *Model) Resize(rows, cols int) {

@@ -303,7 +303,13 @@ func (s *Session) convert(coll *truncate.Collector, dst, raw []byte, start int64
 // waiting_linux.go for the method; other platforms never report waiting.
 func (s *Session) waitingForInput(quietFor time.Duration) (bool, string) {
 	if s.writing.Load() > 0 {
-		return false, "" // our own input is still on its way to the program
+		return false, "" // our own input (or a query's answer) is on its way to the program
+	}
+	if s.scr != nil && s.scr.m.AnsweredTo() < s.cursor {
+		// A terminal query in the output may not be answered yet: the program waits for
+		// ptyhub's answer, not for the agent. (Once answered, the answer sits in writing
+		// and then in the terminal's input queue, which the look below sees.)
+		return false, ""
 	}
 	switch v, method := s.probeWait(); v {
 	case waitYes:

@@ -11,15 +11,14 @@ import (
 //
 // The echo is recognised by content: the lines of input the call typed, in order; the
 // first line of text that holds the next expected one is the echo and is not matched
-// (the prompt before it was already seen). A later line that holds an echoed line after
-// something else (a prompt) is not matched either: readline redraws typeahead the
-// terminal already echoed; a later line that is exactly an echoed line is the program's
-// (cat prints what it read). An unfinished line that ends with the start of the expected
-// echo is not matched, so a pattern cannot match half an echo.
+// (the prompt before it was already seen); later lines are the program's, even when they
+// repeat the input (cat prints what it read, "read name; echo hi $name"). An unfinished
+// line that ends with the start of the expected echo is not matched, so a pattern cannot
+// match half an echo. Input typed before a shell's prompt appeared is echoed twice (by
+// the terminal, then by readline behind the prompt); that second copy can match.
 type lineMatcher struct {
 	re   *regexp.Regexp
 	echo [][]byte // input lines not yet seen echoed, in order
-	seen [][]byte // input lines seen echoed
 	line []byte   // the unfinished line of the text fed so far (its last patternWindow bytes)
 }
 
@@ -77,19 +76,11 @@ func (m *lineMatcher) matchPending(pending []byte) bool {
 }
 
 func (m *lineMatcher) match(l []byte, complete bool) bool {
-	// A line that shows an echo seen before behind something else (a prompt) is that
-	// echo again: readline redraws typeahead that the terminal already echoed.
-	for _, e := range m.seen {
-		if len(l) > len(e) && bytes.Contains(l, e) {
-			return false
-		}
-	}
 	if len(m.echo) > 0 {
 		e := m.echo[0]
 		if bytes.Contains(l, e) {
 			if complete {
 				m.echo = m.echo[1:]
-				m.seen = append(m.seen, e)
 			}
 			return false
 		}
