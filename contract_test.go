@@ -1,8 +1,13 @@
 package ptyhub_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -202,5 +207,157 @@ os.write(1, b"GOT " + buf[1:] + b"\r\n")
 		if r.ReturnedBecause != session.BecauseExit || !strings.Contains(r.Output, "GOT [1;1R") {
 			t.Fatalf("run %d: returned because %s with %q; want the exit after the answer", i, r.ReturnedBecause, r.Output)
 		}
+	}
+}
+
+// randomOutput returns n lines of varied terminal output: words, logs, JSON, CJK,
+// colours, progress bars rewritten with \r, long lines and empty ones.
+func randomOutput(r *rand.Rand, n int) []byte {
+	words := []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"}
+	var b bytes.Buffer
+	for i := 0; i < n; i++ {
+		switch r.IntN(8) {
+		case 0:
+			fmt.Fprintf(&b, "%d %s %s\n", i, words[r.IntN(len(words))], words[r.IntN(len(words))])
+		case 1:
+			fmt.Fprintf(&b, "2026-11-23T21:%02d:%02d ERROR line %d: connection reset by peer\n", r.IntN(60), r.IntN(60), i)
+		case 2:
+			fmt.Fprintf(&b, `{"id": %d, "name": "%s", "ok": %v}`+"\n", i, words[r.IntN(len(words))], r.IntN(2) == 0)
+		case 3:
+			fmt.Fprintf(&b, "第%d行 日本語のテキストと中文文本\n", i)
+		case 4:
+			fmt.Fprintf(&b, "\x1b[3%dm%s\x1b[0m line %d\n", r.IntN(8), words[r.IntN(len(words))], i)
+		case 5:
+			fmt.Fprintf(&b, "%d: 10%%\r%d: 50%%\r%d: 100%%\n", i, i, i)
+		case 6:
+			fmt.Fprintf(&b, "%d %s\n", i, strings.Repeat(words[r.IntN(len(words))]+" ", 10+r.IntN(60)))
+		default:
+			b.WriteString("\n")
+		}
+	}
+	return b.Bytes()
+}
+
+// checkCut checks one truncated result against full, the whole text it was cut from:
+// the text read back from its truncated_range is exactly the cut text, or that widened
+// to the whole line at an edge. read reads the text view of a raw range.
+func checkCut(t *testing.T, name, output, full string, rng [2]int64, read func(from, to int64) string) {
+	t.Helper()
+	i := strings.Index(output, "tokens truncated…\n")
+	if i < 0 {
+		t.Fatalf("%s: no marker in %q", name, output)
+	}
+	m := strings.LastIndex(output[:i], "…")
+	head, tail := output[:m], output[i+len("tokens truncated…\n"):]
+	if !strings.HasPrefix(full, head) {
+		head = strings.TrimSuffix(head, "\n") // join added it after a partial line
+	}
+	if !strings.HasPrefix(full, head) || !strings.HasSuffix(full, tail) || len(head)+len(tail) > len(full) {
+		t.Fatalf("%s: head %q / tail %q are not the ends of the text", name, head, tail)
+	}
+	from, to := len(head), len(full)-len(tail)
+	lineFrom := strings.LastIndexByte(full[:from], '\n') + 1
+	lineTo := to
+	if to > 0 && full[to-1] != '\n' {
+		if j := strings.IndexByte(full[to:], '\n'); j >= 0 {
+			lineTo = to + j + 1
+		} else {
+			lineTo = len(full)
+		}
+	}
+	got := read(rng[0], rng[1])
+	// Exact, or widened to the line at either edge (a plain line is cut exactly).
+	// (The marker line cannot tell a head that ended with "\n" from one cut just before
+	// it, which join ends with "\n": then the cut text starts with that "\n".)
+	for _, x := range []int{from, lineFrom, max(from-1, 0)} {
+		for _, y := range []int{to, lineTo} {
+			if got == full[x:y] {
+				return
+			}
+		}
+	}
+	if want := full[lineFrom:lineTo]; got != want {
+		t.Fatalf("%s: range %v reads back %d bytes %q…%q,\nwant the cut text widened to its lines, %d bytes %q…%q (cut %d bytes)",
+			name, rng, len(got), head10(got), tail10(got), len(want), head10(want), tail10(want), to-from)
+	}
+}
+
+func head10(s string) string { return s[:min(len(s), 60)] }
+func tail10(s string) string { return s[max(0, len(s)-60):] }
+
+// TestTruncatedRangeExact: over random outputs, budgets and write chunkings, on terminals
+// and pipes, in normal and flood collection, the truncated_range of a result names
+// exactly the raw bytes whose text was cut (widened at most to whole lines), a
+// read_output of it that is cut again names a smaller range inside it, and following
+// the ranges reaches the cut text.
+func TestTruncatedRangeExact(t *testing.T) {
+	t.Parallel()
+	_, c := newClient(t, session.Options{})
+	dir := t.TempDir()
+	for seed := range 12 {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			r := rand.New(rand.NewPCG(uint64(seed), 7))
+			lines := []int{60, 400, 3000, 8000}[seed%4]
+			data := randomOutput(r, lines)
+			file := filepath.Join(dir, fmt.Sprintf("out%d", seed))
+			if err := os.WriteFile(file, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tty := seed%3 != 2
+			budget := []int64{40, 120, 400, 1500}[r.IntN(4)]
+			// The program writes the file in random pieces, so reads split it anywhere.
+			script := fmt.Sprintf(`import os, random
+random.seed(%d)
+d = open(%q, "rb").read()
+i = 0
+while i < len(d):
+    n = random.choice([1, 7, 100, 1000, 4096, 20000])
+    os.write(1, d[i:i+n])
+    i += n
+`, seed, file)
+			res := exec(t, c, session.ExecRequest{Argv: []string{"python3", "-c", script}, TTY: &tty,
+				MaxOutputTokens: ms(budget), YieldTimeMs: ms(30000)})
+			if res.State != session.StateExited {
+				t.Fatalf("the program did not finish in one call: %+v", res.ReturnedBecause)
+			}
+			read := func(from, to int64, budget int64) *session.Result {
+				rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: res.SessionID, From: &from, To: &to, MaxOutputTokens: ms(budget)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return rr
+			}
+			whole := func(from, to int64) string {
+				rr := read(from, to, 250000)
+				if rr.TruncatedRange != nil {
+					t.Fatalf("read [%d, %d) at the largest budget was cut", from, to)
+				}
+				return rr.Output
+			}
+			name := fmt.Sprintf("%d lines, tty %v, budget %d", lines, tty, budget)
+			full := whole(0, res.NextOffset)
+			if res.TruncatedRange == nil {
+				if res.Output != full {
+					t.Fatalf("%s: not cut, but the output differs from the text", name)
+				}
+				return
+			}
+			checkCut(t, name, res.Output, full, *res.TruncatedRange, whole)
+			// Nested reads shrink and stay inside.
+			rng := *res.TruncatedRange
+			for depth := 0; depth < 8; depth++ {
+				rr := read(rng[0], rng[1], budget)
+				if rr.TruncatedRange == nil {
+					break
+				}
+				in := *rr.TruncatedRange
+				if in[0] < rng[0] || in[1] > rng[1] || in[1]-in[0] >= rng[1]-rng[0] {
+					t.Fatalf("%s: nested read of %v reports %v: not a smaller range inside", name, rng, in)
+				}
+				checkCut(t, fmt.Sprintf("%s, nested %d", name, depth), rr.Output, whole(rng[0], rng[1]), in, whole)
+				rng = in
+			}
+		})
 	}
 }

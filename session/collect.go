@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ptyhub/ptyhub/termtext"
 	"github.com/ptyhub/ptyhub/truncate"
@@ -248,11 +249,10 @@ done:
 		if skipped {
 			// The kept part starts mid-stream: convert from a line start, so no escape
 			// sequence or character is cut in two (the cut lands on a line anyway).
-			if i := bytes.IndexByte(rawTail, '\n'); i >= 0 {
-				coll.SkipRaw(rawTail[:i+1], rawTailFrom, rawTailFrom+int64(i+1))
-				rawTailFrom += int64(i + 1)
-				rawTail = rawTail[i+1:]
-			}
+			cut := tailStart(rawTail, 2*truncate.SideBytes(o.budget))
+			coll.SkipRaw(rawTail[:cut], rawTailFrom, rawTailFrom+int64(cut))
+			rawTailFrom += int64(cut)
+			rawTail = rawTail[cut:]
 		}
 		s.lineFrom = rawTailFrom
 		for len(rawTail) > 0 {
@@ -278,20 +278,71 @@ done:
 	return res
 }
 
-// convert turns the raw bytes at [start, start+len(raw)) into text for coll and returns
-// it (in dst's storage). It keeps lineFrom, the raw offset where the unfinished line
-// began, so that the text of a line finished later is tagged with every byte it came
-// from and a cut range never misses one.
-func (s *Session) convert(coll *truncate.Collector, dst, raw []byte, start int64) []byte {
-	end := start + int64(len(raw))
-	dst = s.conv.Write(dst[:0], raw)
-	if len(dst) > 0 {
-		coll.Write(dst, min(s.lineFrom, start), end)
+// plain reports whether text is raw as it is, but for a final "\r\n" that became "\n".
+func plain(text, raw []byte) bool {
+	if len(raw) == len(text)+1 && bytes.HasSuffix(raw, []byte("\r\n")) && bytes.HasSuffix(text, []byte("\n")) {
+		raw, text = raw[:len(raw)-2], text[:len(text)-1]
 	}
-	if !s.conv.InLine() {
-		s.lineFrom = end
-	} else if len(dst) > 0 {
-		s.lineFrom = start
+	return bytes.Equal(text, raw)
+}
+
+// tailStart returns where to start converting raw, the kept end of a flood, so that at
+// least keep bytes remain: after its first newline when that leaves enough, else at a
+// character start that splits no escape sequence (the tail then starts mid-line, as a
+// 20 MB line without newlines must).
+func tailStart(raw []byte, keep int) int {
+	limit := len(raw) - keep
+	if limit <= 0 {
+		return 0
+	}
+	if i := bytes.IndexByte(raw, '\n'); i >= 0 && i < limit {
+		return i + 1
+	}
+	cut := limit
+	for cut < len(raw) && !utf8.RuneStart(raw[cut]) {
+		cut++
+	}
+	if i := bytes.LastIndexByte(raw[max(0, cut-256):cut], 0x1b); i >= 0 {
+		cut = max(0, cut-256) + i // start with the whole sequence
+	}
+	return cut
+}
+
+// convert turns the raw bytes at [start, start+len(raw)) into text for coll and returns
+// it (in dst's storage), keeping the agent cursor's converter and lineFrom (see
+// convertLines).
+func (s *Session) convert(coll *truncate.Collector, dst, raw []byte, start int64) []byte {
+	return convertLines(&s.conv, coll, dst, raw, start, &s.lineFrom)
+}
+
+// convertLines turns the raw bytes at [start, start+len(raw)) into text with conv and
+// writes it to coll one raw line at a time, each tagged with the raw bytes it came from:
+// from *lineFrom (where the unfinished line began: the text of a line finished later is
+// tagged with every byte it came from) to the end of the line. So the raw range of a cut
+// names exactly the lines whose text was cut. It returns the text (in dst's storage).
+func convertLines(conv *termtext.Converter, coll *truncate.Collector, dst, raw []byte, start int64, lineFrom *int64) []byte {
+	dst = dst[:0]
+	for len(raw) > 0 {
+		n := len(raw)
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			n = i + 1
+		}
+		end := start + int64(n)
+		k := len(dst)
+		dst = conv.Write(dst, raw[:n])
+		if text := dst[k:]; len(text) > 0 {
+			if *lineFrom >= start && plain(text, raw[:n]) {
+				coll.WriteExact(text, start, end)
+			} else {
+				coll.Write(text, min(*lineFrom, start), end)
+			}
+		}
+		if conv.AtLineStart() {
+			*lineFrom = end
+		} else if len(dst) > k {
+			*lineFrom = start
+		}
+		raw, start = raw[n:], end
 	}
 	return dst
 }

@@ -243,7 +243,7 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 	defer s.end()
 	if s.isExited() {
 		// One answer whatever path reported the exit (this call's client, another one,
-		// kill_session): input is refused; a poll gets what is left unread, if anything.
+		// kill_session): input is refused; a poll gets the exit and what is left unread.
 		unread := s.cursorBehind()
 		select {
 		case <-s.drained:
@@ -256,9 +256,6 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 				left = "; it printed output you have not read yet: poll with write_stdin without input to get it"
 			}
 			return nil, fmt.Errorf("%w: session %d (%s) %s; nothing was written%s", ErrExited, s.id, s.command, s.exitText(), left)
-		}
-		if !unread {
-			return nil, fmt.Errorf("%w: session %d (%s) %s; all its output has been returned (read_output can still show it)", ErrExited, s.id, s.command, s.exitText())
 		}
 		col := s.collect(ctx, collectOpts{deadline: t0, budget: budget, pattern: re})
 		return c.result(s, t0, col, warns), nil
@@ -407,16 +404,31 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 	if missed > 0 {
 		warns = append(warns, fmt.Sprintf("bytes %d to %d have left memory and are not shown", from, from+missed))
 	}
-	var text string
+	base := from + missed // the offset of raw[0]: only the start can be missing
+	var tr truncate.Result
 	if view == "text" {
-		text = termtext.String(raw)
+		// Converted line by line into a collector, so a cut names its raw lines exactly.
+		start := 0
+		if req.TailLines > 0 {
+			start = tailLinesStart(raw, req.TailLines)
+		}
+		coll := truncate.NewCollector(budget)
+		var conv termtext.Converter
+		lineFrom := base + int64(start)
+		convertLines(&conv, coll, nil, raw[start:], lineFrom, &lineFrom)
+		if rest := conv.Close(nil); len(rest) > 0 {
+			coll.Write(rest, lineFrom, base+int64(len(raw)))
+		}
+		tr = coll.Result()
 	} else {
-		text = strings.ToValidUTF8(string(raw), "\uFFFD")
+		text := strings.ToValidUTF8(string(raw), "\uFFFD")
+		if req.TailLines > 0 {
+			text = tailLines(text, req.TailLines)
+		}
+		tr = truncate.Middle(text, budget)
+		// Middle's offsets are offsets into the text: raw offsets when it is all of raw.
+		tr.CutFrom, tr.CutTo = base+tr.CutFrom, base+tr.CutTo
 	}
-	if req.TailLines > 0 {
-		text = tailLines(text, req.TailLines)
-	}
-	tr := truncate.Middle(text, budget)
 	state, code, sig, core, timedOut := s.exitFields()
 	r := &Result{SessionID: strconv.Itoa(s.id), UUID: s.uuid, State: state, ExitCode: code,
 		Signal: sig, CoreDumped: core, TimedOut: timedOut, ReturnedBecause: BecauseRead,
@@ -424,16 +436,41 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 	if tr.Truncated {
 		n := tr.OriginalTokens
 		r.OriginalTokenCount = &n
-		// The collector's offsets are offsets into the text; for raw they are raw offsets.
-		if view == "raw" && req.TailLines == 0 {
-			r.TruncatedRange = &[2]int64{from + missed + tr.CutFrom, from + missed + tr.CutTo}
+		if view == "text" || req.TailLines == 0 {
+			r.TruncatedRange = &[2]int64{tr.CutFrom, tr.CutTo}
 		} else {
-			r.Warnings = append(r.Warnings, "narrow from/to to read the part that was cut")
+			warns = append(warns, "narrow from/to to read the part that was cut")
 		}
 	}
 	r.Notices = c.notices(nil, warns)
 	r.WallTimeMs = float64(time.Since(t0).Microseconds()) / 1000
 	return r, nil
+}
+
+// tailLinesStart returns where in raw the last n lines of its text view begin (a line
+// that is only escape sequences is no line of text).
+func tailLinesStart(raw []byte, n int) int {
+	var conv termtext.Converter
+	starts := []int{0} // line starts in raw: the last n+1 of them
+	var text []byte
+	for off := 0; off < len(raw); {
+		k := len(raw) - off
+		if i := bytes.IndexByte(raw[off:], '\n'); i >= 0 {
+			k = i + 1
+		}
+		text = conv.Write(text[:0], raw[off:off+k])
+		off += k
+		if len(text) > 0 && text[len(text)-1] == '\n' && conv.AtLineStart() {
+			starts = append(starts, off)
+			if len(starts) > n+1 {
+				starts = starts[1:]
+			}
+		}
+	}
+	if starts[len(starts)-1] == len(raw) || len(conv.Pending()) == 0 && len(starts) > n {
+		starts = starts[:len(starts)-1] // the text ends with a newline: no line after it
+	}
+	return starts[max(0, len(starts)-n)]
 }
 
 func tailLines(text string, n int) string {

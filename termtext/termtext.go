@@ -701,3 +701,8 @@ func appendRunes(dst []byte, rs []rune) []byte {
 // last newline that later output may still change. Callers that map text back to raw
 // offsets use it to know that the next text may stem from earlier bytes.
 func (c *Converter) InLine() bool { return len(c.line) > 0 || c.need > 0 }
+
+// AtLineStart reports whether the converter is between lines: no line in progress and
+// no escape sequence under way. A fresh Converter fed the stream from here on produces
+// the same text, so callers may map text back to raw offsets at this point.
+func (c *Converter) AtLineStart() bool { return !c.InLine() && c.st == sGround }

@@ -11,17 +11,20 @@ const (
 	minSide       = 4 << 10
 )
 
-// maxTags bounds the chunk tags that the head and the tail each keep. Past it,
-// neighbouring tags merge, and raw ranges coarsen (never shrink).
-const maxTags = 512
+// minTags is the least number of tags that the head and the tail each keep; they keep
+// up to half their size in bytes (one per line of two bytes or more: a Collector fed
+// line by line, as the session's collect does, names the raw bytes of the cut exactly, to
+// the line). Past that, neighbouring tags merge, and raw ranges coarsen (never shrink).
+const minTags = 512
 
 // A Collector accumulates a stream of text for a token budget, in memory
 // bounded by the budget, not by the stream: it keeps the head of the text
 // and a ring of its tail (max(4 KiB, budget/2 × 16 bytes) each: 80 KB at the
 // default budget, 2 MB at the maximum) and only estimates the tokens of
 // what passes between them; Write runs at about 700 MB/s. The raw range a
-// Result reports is widened to whole chunks, so chunks should be about the
-// size of one read. A Collector is not safe for concurrent use.
+// Result reports is widened to whole chunks: write a line per call (a text
+// line with the raw bytes it came from) and it names the cut lines exactly.
+// A Collector is not safe for concurrent use.
 type Collector struct {
 	budget   int
 	identity bool // raw offsets are text offsets (Middle)
@@ -50,17 +53,27 @@ type Collector struct {
 // NewCollector returns a Collector for budget tokens (clamped, see Clamp).
 func NewCollector(budget int) *Collector {
 	side := SideBytes(budget)
-	return &Collector{budget: Clamp(int64(budget)), headMax: side, tailMax: side}
+	c := &Collector{budget: Clamp(int64(budget)), headMax: side, tailMax: side}
+	c.headTags.max = max(minTags, side/2)
+	c.tailTags.max = c.headTags.max
+	return c
 }
 
 // Write adds text, produced by the raw bytes [rawStart, rawEnd). Raw ranges
 // must not go backwards. Empty text is ignored. Write keeps no reference to
 // text.
 func (c *Collector) Write(text []byte, rawStart, rawEnd int64) {
-	write(c, text, rawStart, rawEnd)
+	write(c, text, rawStart, rawEnd, false)
 }
 
-func write[T string | []byte](c *Collector, p T, rawStart, rawEnd int64) {
+// WriteExact is Write of text that is its raw bytes [rawStart, rawEnd) as they are,
+// except that a final "\n" may be "\r\n" in raw (a plain line): a cut inside it is
+// then mapped to the raw byte exactly, not widened to the whole line.
+func (c *Collector) WriteExact(text []byte, rawStart, rawEnd int64) {
+	write(c, text, rawStart, rawEnd, true)
+}
+
+func write[T string | []byte](c *Collector, p T, rawStart, rawEnd int64, exact bool) {
 	if len(p) == 0 {
 		return
 	}
@@ -68,13 +81,18 @@ func write[T string | []byte](c *Collector, p T, rawStart, rawEnd int64) {
 	c.n += int64(len(p))
 	if h := min(len(p), c.headMax-len(c.head)); h > 0 {
 		c.head = append(c.head, p[:h]...)
-		c.headTags.push(tag{start, start + int64(h), rawStart, rawEnd})
+		if exact && h < len(p) {
+			c.headTags.push(tag{start, start + int64(h), rawStart, rawStart + int64(h), true})
+			rawStart += int64(h)
+		} else {
+			c.headTags.push(tag{start, start + int64(h), rawStart, rawEnd, exact})
+		}
 		p, start = p[h:], start+int64(h)
 		if len(p) == 0 {
 			return
 		}
 	}
-	c.tailTags.push(tag{start, c.n, rawStart, rawEnd})
+	c.tailTags.push(tag{start, c.n, rawStart, rawEnd, exact})
 	if c.ring == nil {
 		c.ring = make([]byte, c.tailMax)
 	}
@@ -182,31 +200,54 @@ func (c *Collector) rawRange(from, to int64) (int64, int64) {
 	ringStart := c.n - int64(c.held)
 	switch {
 	case from < int64(len(c.head)):
-		from = c.headTags.find(from).rawStart
+		from = c.headTags.find(from).rawAt(from)
 	case from < ringStart: // the first evicted byte
 		from = c.midFirst
 	default:
-		from = c.tailTags.find(from).rawStart
+		from = c.tailTags.find(from).rawAt(from)
 	}
 	switch last := to - 1; {
 	case last >= ringStart && last >= int64(len(c.head)):
-		to = c.tailTags.find(last).rawEnd
+		to = c.tailTags.find(last).rawAfter(last)
 	case last >= int64(len(c.head)): // the last evicted byte
 		to = c.midLast
 	default:
-		to = c.headTags.find(last).rawEnd
+		to = c.headTags.find(last).rawAfter(last)
 	}
 	return from, to
 }
 
-// tag says that raw bytes [rawStart, rawEnd) produced text [start, end).
-type tag struct{ start, end, rawStart, rawEnd int64 }
+// rawAt returns the raw offset where the text from x on begins: exact in an exact tag,
+// else the tag's start.
+func (t tag) rawAt(x int64) int64 {
+	if t.exact {
+		return t.rawStart + x - t.start
+	}
+	return t.rawStart
+}
 
-// tags is a list of contiguous tags in text order, at most maxTags long,
+// rawAfter returns the raw offset just past the text byte at x: exact in an exact tag
+// (but for its last byte, a "\n" that may be "\r\n"), else the tag's end.
+func (t tag) rawAfter(x int64) int64 {
+	if t.exact && x < t.end-1 {
+		return t.rawStart + x - t.start + 1
+	}
+	return t.rawEnd
+}
+
+// tag says that raw bytes [rawStart, rawEnd) produced text [start, end); exact says
+// byte for byte (see WriteExact).
+type tag struct {
+	start, end, rawStart, rawEnd int64
+	exact                        bool
+}
+
+// tags is a list of contiguous tags in text order, at most max long,
 // that may drop tags from its front.
 type tags struct {
-	t  []tag
-	lo int // t[lo:] are live
+	t   []tag
+	lo  int // t[lo:] are live
+	max int // at most this many
 }
 
 func (l *tags) len() int   { return len(l.t) - l.lo }
@@ -214,12 +255,15 @@ func (l *tags) front() tag { return l.t[l.lo] }
 func (l *tags) pop()       { l.lo++ }
 
 func (l *tags) push(t tag) {
-	if len(l.t) == maxTags {
+	if len(l.t) == cap(l.t) && l.lo > 0 && 2*l.lo >= len(l.t) { // reuse, do not grow
 		l.t, l.lo = l.t[:copy(l.t, l.t[l.lo:])], 0
-		if n := len(l.t); n > maxTags/2 { // merge neighbours pairwise
+	}
+	if l.len() >= max(l.max, minTags) {
+		l.t, l.lo = l.t[:copy(l.t, l.t[l.lo:])], 0
+		if n := len(l.t); n > max(l.max, minTags)/2 { // merge neighbours pairwise
 			for i := 0; i < n/2; i++ {
 				a, b := l.t[2*i], l.t[2*i+1]
-				l.t[i] = tag{a.start, b.end, a.rawStart, b.rawEnd}
+				l.t[i] = tag{a.start, b.end, a.rawStart, b.rawEnd, false}
 			}
 			if n%2 == 1 {
 				l.t[n/2] = l.t[n-1]

@@ -76,7 +76,7 @@ func TestCollectorMatchesMiddle(t *testing.T) {
 				}
 				// With few chunks, tags are not merged: the widening is
 				// one chunk at most on each side.
-				if len(bounds) < maxTags {
+				if len(bounds) < minTags {
 					i, _ := slices.BinarySearch(bounds, got.CutFrom)
 					j, _ := slices.BinarySearch(bounds, got.CutTo)
 					if bounds[i+1] <= want.CutFrom || bounds[j-1] >= want.CutTo {

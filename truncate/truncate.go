@@ -52,7 +52,7 @@ type Result struct {
 func Middle(text string, budget int) Result {
 	c := NewCollector(budget)
 	c.identity = true
-	write(c, text, 0, int64(len(text)))
+	write(c, text, 0, int64(len(text)), false)
 	return c.Result()
 }
 
