@@ -3,13 +3,17 @@ package ptyhub_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ptyhub/ptyhub/session"
 )
@@ -359,5 +363,156 @@ while i < len(d):
 				rng = in
 			}
 		})
+	}
+}
+
+// TestCLIReadRange: ptyhub read --from --to --max-tokens --json reads as read_output does,
+// through the server: seq 1 2000 cut to 300 tokens names a range that reads back the cut
+// lines, and a nested read of it names a smaller range inside it.
+func TestCLIReadRange(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	var res session.Result
+	if err := json.Unmarshal([]byte(h.ok("exec", "--json", "--max-tokens", "300", "seq", "1", "2000")), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.TruncatedRange == nil {
+		t.Fatalf("seq 1 2000 at 300 tokens: not cut: %q", res.Output)
+	}
+	rng := *res.TruncatedRange
+	var head []string // the lines before the marker
+	for _, l := range strings.Split(res.Output, "\n") {
+		if strings.Contains(l, "truncated") {
+			break
+		}
+		head = append(head, l)
+	}
+	// The raw offsets of seq's lines on a terminal ("N\r\n"): the cut is whole lines.
+	off := map[int]int64{}
+	var o int64
+	for i := 1; i <= 2001; i++ {
+		off[i] = o
+		o += int64(len(fmt.Sprint(i)) + 2)
+	}
+	first, _ := strconv.Atoi(head[len(head)-1])
+	first++ // the first cut line
+	back := h.ok("read", res.SessionID, "--from", fmt.Sprint(rng[0]), "--to", fmt.Sprint(rng[1]), "--max-tokens", "250000")
+	if !strings.HasPrefix(back, fmt.Sprintf("%d\n", first)) || rng[0] != off[first] {
+		t.Errorf("range %v reads back %q…; want it to start at line %d (offset %d)", rng, back[:min(len(back), 20)], first, off[first])
+	}
+	var nested session.Result
+	if err := json.Unmarshal([]byte(h.ok("read", res.SessionID, "--from", fmt.Sprint(rng[0]), "--to", fmt.Sprint(rng[1]), "--max-tokens", "300", "--json")), &nested); err != nil {
+		t.Fatal(err)
+	}
+	if nested.TruncatedRange == nil || nested.TruncatedRange[0] <= rng[0] || nested.TruncatedRange[1] >= rng[1] {
+		t.Errorf("nested read of %v: range %v, want a smaller one inside", rng, nested.TruncatedRange)
+	}
+}
+
+// TestMCPContract drives the agent's contract through `ptyhub mcp` and the server with
+// the official TypeScript MCP client (testdata/mcpclient/client.mjs, scenario "contract").
+func TestMCPContract(t *testing.T) {
+	t.Parallel()
+	node, err := osexec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node is not installed; the TypeScript MCP client test needs Node.js 18 or later")
+		}
+		t.Skip("node is not installed: skipping the TypeScript MCP client test")
+	}
+	dir := e2eClientDir(t)
+	bin := e2eBuildPtyhub(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"), bin, "contract")
+	cmd.Dir = dir
+	cmd.Env = svNew(t).env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	steps := map[string]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("client printed a line that is not JSON: %q", line)
+		}
+		name, _ := m["step"].(string)
+		steps[name] = m
+	}
+	if runErr != nil {
+		t.Fatalf("client: %v\nstderr:\n%s", runErr, stderr.String())
+	}
+	get := func(name string, wantError bool) (string, map[string]any) {
+		t.Helper()
+		m, ok := steps[name]
+		if !ok {
+			t.Errorf("step %s missing", name)
+			return "", map[string]any{}
+		}
+		text, _ := m["text"].(string)
+		if isErr, _ := m["isError"].(bool); isErr != wantError {
+			t.Errorf("step %s: isError %v, want %v: %s", name, isErr, wantError, text)
+		}
+		st, _ := m["structured"].(map[string]any)
+		if st == nil {
+			st = map[string]any{}
+		}
+		return text, st
+	}
+
+	// wait_for matches the program's DONE line, not the echo of the command line.
+	if _, st := get("c_wait_for", false); st["returned_because"] != "pattern" || !strings.Contains("\n"+fmt.Sprint(st["output"]), "\nDONE\n") {
+		t.Errorf("wait_for ^DONE$: %v %q", st["returned_because"], st["output"])
+	}
+	// An empty poll waits for the background job's output.
+	_, bg := get("c_bg", false)
+	_, poll := get("c_poll", false)
+	if !strings.Contains(fmt.Sprint(bg["output"])+fmt.Sprint(poll["output"]), "BG42DONE") {
+		t.Errorf("poll: %v %q", poll["returned_because"], poll["output"])
+	}
+	// Down in less (cursor-key mode) scrolls one line.
+	if _, st := get("c_screen", false); st["screen"] == nil || fmt.Sprint(st["screen"].(map[string]any)["rows"].([]any)[0]) != "2" {
+		t.Errorf("less after Down: screen %v", st["screen"])
+	}
+	// ^C on pipes interrupts.
+	if _, st := get("c_ctrl_c", false); !strings.Contains(fmt.Sprint(st["output"]), "INTERRUPTED") {
+		t.Errorf("^C on pipes: %v %q", st["returned_because"], st["output"])
+	}
+	// Codex's own arguments: accepted, ignored with a warning.
+	if text, st := get("c_codex_args", false); !strings.Contains(text, "ignored justification, prefix_rule, sandbox_permissions") || st["exit_code"] != 0.0 {
+		t.Errorf("Codex's arguments: %s", text)
+	}
+	// kill_session {signal} reports the exit; input to the exited session is an error.
+	if _, st := get("c_term", false); st["state"] != "exited" || st["signal"] != "SIGTERM" {
+		t.Errorf("kill_session TERM: %v", st)
+	}
+	if text, _ := get("c_write_exited", true); !strings.Contains(text, "nothing was written") {
+		t.Errorf("write to the killed session: %s", text)
+	}
+	// The cut range of seq 1 2000 reads back the cut lines; a nested read shrinks it.
+	_, seq := get("c_seq", false)
+	rng, _ := seq["truncated_range"].([]any)
+	_, back := get("c_read_range", false)
+	_, nested := get("c_read_nested", false)
+	if len(rng) != 2 {
+		t.Fatalf("seq 1 2000 at 300 tokens: truncated_range %v", seq["truncated_range"])
+	}
+	out := fmt.Sprint(seq["output"])
+	headEnd := out[:strings.Index(out, "…")]
+	last := strings.Split(strings.TrimSuffix(headEnd, "\n"), "\n")
+	n, _ := strconv.Atoi(last[len(last)-1])
+	if !strings.HasPrefix(fmt.Sprint(back["output"]), fmt.Sprintf("%d\n", n+1)) {
+		t.Errorf("range %v reads back %.40q…, want it to start at line %d", rng, back["output"], n+1)
+	}
+	in, _ := nested["truncated_range"].([]any)
+	if len(in) != 2 || in[0].(float64) <= rng[0].(float64) || in[1].(float64) >= rng[1].(float64) {
+		t.Errorf("nested read of %v: range %v", rng, nested["truncated_range"])
+	}
+	// A program waiting for a terminal query's answer is not waiting for the agent.
+	if _, st := get("c_cpr", false); st["returned_because"] != "exit" || !strings.Contains(fmt.Sprint(st["output"]), "GOT [1;1R") {
+		t.Errorf("cursor position query: %v %q", st["returned_because"], st["output"])
+	}
+	if t.Failed() {
+		t.Logf("client stderr:\n%s", stderr.String())
 	}
 }

@@ -140,10 +140,15 @@ func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 
 const readHelp = `Usage:
   ptyhub read ID [--raw|--screen] [--tail N] [--from OFFSET] [-f]
+  ptyhub read ID [--raw] [--from A] [--to B] [--max-tokens N] [--json]
 
 Prints the output session ID has kept in memory (escape sequences removed; --raw for the
 bytes as printed), without moving the agent's cursor. -f follows the output as it comes,
 until the session ends or you press Ctrl-C.
+
+With --to, --max-tokens or --json it reads as the read_output tool does: the raw byte
+range [A, B), cut to N tokens (the result names the cut range: read it with --from and
+--to), and --json prints the whole result.
 `
 
 func runRead(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -153,6 +158,9 @@ func runRead(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	tail := fs.Int("tail", 0, "print only the last `N` lines")
 	from := fs.Int64("from", -1, "raw byte `offset` to read from")
 	follow := fs.Bool("f", false, "follow: keep printing new output until the session ends")
+	to := fs.Int64("to", -1, "raw byte `offset` to stop at")
+	maxTokens := fs.Int64("max-tokens", 0, "cut the output to `N` tokens, as read_output does")
+	jsonOut := fs.Bool("json", false, "print the result as JSON (the read_output tool's structured result)")
 	socket := serverFlags(fs)
 	pos, code, done := fs.parseMixed(args, stdout, stderr)
 	if done {
@@ -163,6 +171,45 @@ func runRead(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	}
 	if *screen {
 		return screenOf(ctx, socket, "read", pos[0], stdout, stderr)
+	}
+	if *to >= 0 || *maxTokens > 0 || *jsonOut {
+		if *follow {
+			return usageError(stderr, "read", "-f does not go with --to, --max-tokens or --json")
+		}
+		req := session.ReadRequest{SessionID: pos[0], TailLines: *tail, View: "text"}
+		if *raw {
+			req.View = "raw"
+		}
+		if *from >= 0 {
+			req.From = from
+		}
+		if *to >= 0 {
+			req.To = to
+		}
+		if *maxTokens > 0 {
+			req.MaxOutputTokens = maxTokens
+		}
+		return withClient(ctx, socket, "read", stderr, func(c *server.Client) int {
+			res, err := c.Read(ctx, req)
+			if err != nil {
+				return fail(stderr, "read", err)
+			}
+			if *jsonOut {
+				printJSON(stdout, res)
+				return 0
+			}
+			io.WriteString(stdout, res.Output)
+			if res.Output != "" && !strings.HasSuffix(res.Output, "\n") {
+				io.WriteString(stdout, "\n")
+			}
+			for _, w := range res.Warnings {
+				fmt.Fprintf(stderr, "ptyhub read: %s\n", w)
+			}
+			if r := res.TruncatedRange; r != nil {
+				fmt.Fprintf(stderr, "ptyhub read: cut bytes %d to %d; read them with --from %d --to %d\n", r[0], r[1], r[0], r[1])
+			}
+			return 0
+		})
 	}
 	return readOutput(ctx, "read", socket, pos[0], *raw, *tail, *from, *follow, stdout, stderr)
 }
