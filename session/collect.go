@@ -356,7 +356,7 @@ func (s *Session) waitingForInput(quietFor time.Duration) (bool, string) {
 	if s.writing.Load() > 0 {
 		return false, "" // our own input (or a query's answer) is on its way to the program
 	}
-	if s.scr != nil && s.scr.m.AnsweredTo() < s.cursor {
+	if s.scr != nil && s.scr.m.AnsweredTo() < s.hub.End() {
 		// A terminal query in the output may not be answered yet: the program waits for
 		// ptyhub's answer, not for the agent. (Once answered, the answer sits in writing
 		// and then in the terminal's input queue, which the look below sees.)

@@ -79,6 +79,7 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 	var skip *Session
 	if state == StateExited {
 		s.mu.Lock()
+		s.reported = true
 		r.Survivors = append([]Survivor(nil), s.survivors...)
 		r.DurationMs = float64(s.exitedAt.Sub(s.started).Microseconds()) / 1000
 		s.mu.Unlock()

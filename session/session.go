@@ -55,6 +55,7 @@ type Session struct {
 	inFlight   int
 	rows, cols int
 	owner      *Client
+	reported   bool // a result of the agent's has told of the exit
 	removed    bool
 	pruned     bool   // ended by the per-client limit
 	pool       string // immutable: the pool it counts in

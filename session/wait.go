@@ -33,7 +33,7 @@ const (
 type WaitRequest struct {
 	SessionIDs      []string `json:"session_ids,omitempty" jsonschema:"sessions to wait on, by id or name (default: every session you started that is still running or has unread output)"`
 	Until           []string `json:"until,omitempty" jsonschema:"which events count: exit, waiting_for_input, pattern (default: all of them; pattern needs wait_for)"`
-	WaitFor         string   `json:"wait_for,omitempty" jsonschema:"regular expression (Go RE2 syntax): return when new output of one of the sessions matches it"`
+	WaitFor         string   `json:"wait_for,omitempty" jsonschema:"regular expression (Go RE2 syntax) matched per line, as grep does (^ and $ at the line's start and end; the unfinished last line counts): return when a new line of one of the sessions matches it"`
 	TimeoutMs       *int64   `json:"timeout_ms,omitempty" jsonschema:"how long to wait at most, in ms (default 30000, max 600000); 0 looks once and returns"`
 	MaxOutputTokens *int64   `json:"max_output_tokens,omitempty" jsonschema:"token budget of the returned output (default 10000)"`
 }
@@ -290,7 +290,12 @@ func (s *Session) watch(ctx context.Context, ev waitEvents, re *regexp.Regexp) s
 		re = nil
 	}
 	var conv termtext.Converter
-	var text, window []byte
+	var text []byte
+	var lm *lineMatcher
+	if re != nil {
+		lm = &lineMatcher{re: re}
+	}
+	matched := false
 	var buf []byte
 	if re != nil {
 		buf = make([]byte, 32<<10)
@@ -322,8 +327,8 @@ func (s *Session) watch(ctx context.Context, ev waitEvents, re *regexp.Regexp) s
 				if n > 0 {
 					off += int64(n)
 					fresh = true
-					if text = conv.Write(text[:0], buf[:n]); len(text) > 0 {
-						window = appendWindow(window, text)
+					if text = conv.Write(text[:0], buf[:n]); len(text) > 0 && !matched {
+						matched = lm.feed(text)
 					}
 				}
 				if err == io.EOF {
@@ -343,7 +348,7 @@ func (s *Session) watch(ctx context.Context, ev waitEvents, re *regexp.Regexp) s
 		if ev.exit && s.isExited() {
 			return BecauseExit
 		}
-		if re != nil && (fresh || first) && matchText(re, window, conv.Pending()) {
+		if lm != nil && (matched || (fresh || first) && lm.matchPending(conv.Pending())) {
 			return BecausePattern
 		}
 		first = false
@@ -397,13 +402,6 @@ func (s *Session) lookWaiting(quietFor time.Duration) (waiting, unread bool) {
 	return waiting, s.cursor < s.hub.End()
 }
 
-// matchText matches re against recent text plus the unfinished line.
-func matchText(re *regexp.Regexp, window, pending []byte) bool {
-	if len(pending) == 0 {
-		return re.Match(window)
-	}
-	return re.Match(append(window[:len(window):len(window)], pending...))
-}
 
 // Text renders a wait result: which session and why (as a write_stdin result of it),
 // then one line per other session.
