@@ -3,9 +3,11 @@ package ptyhub_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	osexec "os/exec"
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"github.com/ptyhub/ptyhub/session"
+	"github.com/ptyhub/ptyhub/termtext"
+	"github.com/ptyhub/ptyhub/truncate"
 )
 
 // TestPipeControlKeys: on a pipe session (tty false) ^C and ^\ signal the process group
@@ -514,5 +518,103 @@ func TestMCPContract(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("client stderr:\n%s", stderr.String())
+	}
+}
+
+// tokenTexts returns about size bytes of each kind of output the count must hold on.
+func tokenTexts(t *testing.T, size int) map[string][]byte {
+	r := rand.New(rand.NewPCG(3, 4))
+	out := map[string][]byte{}
+	gen := func(name string, line func(i int) string) {
+		var b bytes.Buffer
+		for i := 0; b.Len() < size; i++ {
+			b.WriteString(line(i))
+		}
+		out[name] = b.Bytes()
+	}
+	var code bytes.Buffer
+	for code.Len() < size {
+		files, _ := filepath.Glob("session/*.go")
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			code.Write(b)
+		}
+	}
+	out["code"] = code.Bytes()[:size]
+	gen("logs", func(i int) string {
+		return fmt.Sprintf("2026-11-23T21:%02d:%02d.%03dZ INFO  worker-%d processed job %d in %dms (queue=%d)\n", r.IntN(60), r.IntN(60), r.IntN(1000), r.IntN(16), i, r.IntN(5000), r.IntN(100))
+	})
+	gen("json", func(i int) string {
+		return fmt.Sprintf(`{"id":%d,"user":"user%d","tags":["a%d","b"],"score":%.3f,"active":%v}`+"\n", i, r.IntN(1e6), r.IntN(9), r.Float64()*100, r.IntN(2) == 0)
+	})
+	cjk := []rune("的一是不了人我在有他这为之大来以个中上们到说国和地也子时道出而要于就下得可你年生自会那后能对着事其里所去行过家十用发天如然作方成者多日都三小军二无同么经法当起与好看学进种将还分此心前面又定见只主没公从")
+	gen("cjk", func(i int) string {
+		var b strings.Builder
+		for range 20 + r.IntN(40) {
+			b.WriteRune(cjk[r.IntN(len(cjk))])
+		}
+		return b.String() + "\n"
+	})
+	gen("base64", func(i int) string {
+		b := make([]byte, 57)
+		for j := range b {
+			b[j] = byte(r.IntN(256))
+		}
+		return base64.StdEncoding.EncodeToString(b) + "\n"
+	})
+	gen("ansi", func(i int) string {
+		return fmt.Sprintf("\x1b[1;3%dm%s\x1b[0m \x1b[2m%d\x1b[0m ok \x1b[32m✓\x1b[0m test_%d passed\n", r.IntN(8), []string{"PASS", "FAIL", "SKIP"}[r.IntN(3)], i, r.IntN(1e4))
+	})
+	return out
+}
+
+// TestTokenCountStable: original_token_count is within 2% of the exact o200k count over
+// varied text, and the same bytes give the same count whatever the budget, the write
+// chunking and the collection mode (normal or flood), through exec and read_output.
+func TestTokenCountStable(t *testing.T) {
+	t.Parallel()
+	_, c := newClient(t, session.Options{})
+	dir := t.TempDir()
+	for name, data := range tokenTexts(t, 1<<20) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			file := filepath.Join(dir, name)
+			if err := os.WriteFile(file, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			exact := truncate.Count(termtext.String(data))
+			var counts []int
+			for i, chunks := range []string{"[4096]", "[1, 100, 7000, 65536]"} {
+				script := fmt.Sprintf("import os, random\nrandom.seed(%d)\nd = open(%q, 'rb').read()\ni = 0\nwhile i < len(d):\n    n = random.choice(%s)\n    os.write(1, d[i:i+n])\n    i += n\n", i, file, chunks)
+				budget := []int64{200, 3000}[i]
+				r := exec(t, c, session.ExecRequest{Argv: []string{"python3", "-c", script}, TTY: new(true), MaxOutputTokens: ms(budget), YieldTimeMs: ms(60000)})
+				if r.State != session.StateExited || r.OriginalTokenCount == nil {
+					t.Fatalf("%s: %s, count %v", name, r.ReturnedBecause, r.OriginalTokenCount)
+				}
+				counts = append(counts, *r.OriginalTokenCount)
+				for _, b := range []int64{2000, 5000} {
+					from, to := int64(0), r.NextOffset
+					rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: r.SessionID, From: &from, To: &to, MaxOutputTokens: ms(b)})
+					if err != nil || rr.OriginalTokenCount == nil {
+						t.Fatalf("read: %v %+v", err, rr)
+					}
+					counts = append(counts, *rr.OriginalTokenCount)
+				}
+			}
+			for _, n := range counts[1:] {
+				if n != counts[0] {
+					t.Errorf("%s: the same bytes counted %v (exec at budget 200 and 3000 with different chunkings, read at 2000 and 5000)", name, counts)
+					break
+				}
+			}
+			if d := math.Abs(float64(counts[0]-exact)) / float64(exact); d > 0.02 {
+				t.Errorf("%s: counted %d, exact o200k %d: off by %.1f%%", name, counts[0], exact, 100*d)
+			} else {
+				t.Logf("%s: counted %d, exact %d (%.2f%% off)", name, counts[0], exact, 100*float64(counts[0]-exact)/float64(exact))
+			}
+		})
 	}
 }

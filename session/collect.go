@@ -77,6 +77,7 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	buf := *bp
 	var text []byte
 	coll := truncate.NewCollector(o.budget)
+	var cnt tokenCounter
 	var lm *lineMatcher
 	if o.pattern != nil {
 		lm = &lineMatcher{re: o.pattern, echo: o.echo}
@@ -139,6 +140,9 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 				res.missed += missed
 				s.cursor += missed
 				s.lineFrom = s.cursor
+			}
+			if n > 0 {
+				cnt.write(buf[:n])
 			}
 			if n > 0 && rawTail == nil && o.pattern == nil && coll.Overflowing() {
 				text = s.conv.Flush(text[:0])
@@ -274,6 +278,11 @@ done:
 	}
 	s.lineFrom = s.cursor
 	res.trunc = coll.Result()
+	if res.trunc.Truncated {
+		// The count of the bytes themselves: not of how reads split them, nor of the
+		// budget, nor of whether this collect went into flood mode.
+		res.trunc.OriginalTokens = max(cnt.tokens(), 1)
+	}
 	res.next = s.cursor
 	return res
 }

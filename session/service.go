@@ -421,6 +421,11 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 			coll.Write(rest, lineFrom, base+int64(len(raw)))
 		}
 		tr = coll.Result()
+		if tr.Truncated {
+			var cnt tokenCounter
+			cnt.write(raw[start:])
+			tr.OriginalTokens = max(cnt.tokens(), 1)
+		}
 	} else {
 		text := strings.ToValidUTF8(string(raw), "\uFFFD")
 		if req.TailLines > 0 {

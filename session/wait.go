@@ -402,7 +402,6 @@ func (s *Session) lookWaiting(quietFor time.Duration) (waiting, unread bool) {
 	return waiting, s.cursor < s.hub.End()
 }
 
-
 // Text renders a wait result: which session and why (as a write_stdin result of it),
 // then one line per other session.
 func (r *WaitResult) Text() string {

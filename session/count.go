@@ -1,0 +1,145 @@
+package session
+
+import (
+	"bytes"
+
+	"github.com/ptyhub/ptyhub/termtext"
+	"github.com/ptyhub/ptyhub/truncate"
+)
+
+// Token counting of a raw range (original_token_count). The count is a function of the
+// range's bytes alone, never of how reads split them, of the budget, or of whether the
+// collect went into flood mode: a tokenCounter follows the raw stream itself, with its
+// own converter.
+//
+// The first countExact bytes are converted and counted exactly. Beyond them the stream
+// is cut into blocks at fixed distances from the range's start (countBlock); of each
+// block a sample (from its first line start, about countSample bytes, to a line end) is
+// converted and counted exactly, and the block is charged its size times the sample's
+// tokens per byte. On text of one kind (logs, JSON, code, CJK, base64, coloured output)
+// that is within 1–2% of the exact count, at a cost of counting about 4 KiB per block.
+const (
+	countExact  = 128 << 10
+	countSample = 4 << 10
+)
+
+// countBlock is the size of the block that starts p bytes past the range's start:
+// 32 KiB up to 4 MiB, 1 MiB up to 64 MiB, then 16 MiB (so a 1 GiB flood counts about
+// 250 samples of 4 KiB).
+func countBlock(p int64) int64 {
+	switch {
+	case p < 4<<20:
+		return 32 << 10
+	case p < 64<<20:
+		return 1 << 20
+	}
+	return 16 << 20
+}
+
+// tokenCounter counts the text view of a raw stream; see above. Not safe for
+// concurrent use.
+type tokenCounter struct {
+	pos   int64 // bytes seen
+	conv  termtext.Converter
+	text  truncate.TextCounter
+	buf   []byte
+	exact bool // the exact part is done (converted and closed)
+
+	blockStart, blockEnd int64  // the current block, in stream positions
+	sample               []byte // the raw sample of the current block, while it grows
+	sampled              bool   // the current block's sample is complete and counted
+	perByte              float64
+	est                  float64 // tokens charged to finished blocks
+}
+
+// write adds raw bytes (the next ones of the range).
+func (c *tokenCounter) write(p []byte) {
+	for len(p) > 0 {
+		if c.pos < countExact {
+			k := min(int64(len(p)), countExact-c.pos)
+			c.buf = c.conv.Write(c.buf[:0], p[:k])
+			c.text.Write(c.buf)
+			c.pos += k
+			p = p[k:]
+			continue
+		}
+		if !c.exact {
+			c.buf = c.conv.Close(c.buf[:0])
+			c.text.Write(c.buf)
+			c.exact = true
+			c.blockStart, c.blockEnd = c.pos, c.pos+countBlock(c.pos-0)
+		}
+		if c.pos == c.blockEnd { // the next block
+			c.finishBlock()
+			c.blockStart, c.blockEnd = c.pos, c.pos+countBlock(c.pos)
+		}
+		k := min(int64(len(p)), c.blockEnd-c.pos)
+		if !c.sampled {
+			c.sample = append(c.sample, p[:k]...)
+			c.trySample(false)
+		}
+		c.pos += k
+		p = p[k:]
+	}
+}
+
+// trySample counts the block's sample once it is complete (or the stream ended): from
+// the first line start in the block's first KiB (else its start) to the first line end
+// past countSample bytes (at most one more KiB).
+func (c *tokenCounter) trySample(end bool) {
+	s := c.sample
+	from := 0
+	if i := bytes.IndexByte(s[:min(len(s), 1<<10)], '\n'); i >= 0 {
+		from = i + 1
+	} else if len(s) < 1<<10 && !end {
+		return
+	}
+	if len(s)-from < countSample && !end {
+		return
+	}
+	to := len(s)
+	if len(s)-from >= countSample {
+		to = from + countSample
+		if i := bytes.IndexByte(s[to:min(len(s), to+1<<10)], '\n'); i >= 0 {
+			to += i + 1
+		} else if len(s) < to+1<<10 && !end {
+			return
+		} else {
+			to = min(len(s), to+1<<10)
+		}
+	}
+	if to <= from {
+		c.perByte, c.sampled, c.sample = 0, true, c.sample[:0]
+		return
+	}
+	var conv termtext.Converter
+	text := conv.Close(conv.Write(nil, s[from:to]))
+	c.perByte = float64(truncate.Count(string(text))) / float64(to-from)
+	c.sampled, c.sample = true, c.sample[:0]
+}
+
+// finishBlock charges the block that ends at pos.
+func (c *tokenCounter) finishBlock() {
+	if !c.exact || c.pos <= c.blockStart {
+		return
+	}
+	if !c.sampled {
+		c.trySample(true)
+	}
+	c.est += c.perByte * float64(c.pos-c.blockStart)
+	c.sampled, c.perByte = false, 0
+}
+
+// tokens returns the count of everything written. The counter must not be written to
+// afterwards.
+func (c *tokenCounter) tokens() int {
+	if !c.exact {
+		c.buf = c.conv.Close(c.buf[:0])
+		c.text.Write(c.buf)
+		c.exact = true
+		return c.text.Tokens()
+	}
+	c.finishBlock()
+	c.blockStart = c.pos
+	return c.text.Tokens() + int(c.est+0.5)
+}
