@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/ptyhub/ptyhub/screen"
 )
 
 // FuzzEncodeKey checks the key-name parser on arbitrary names: it never panics, refuses
@@ -16,7 +18,7 @@ func FuzzEncodeKey(f *testing.F) {
 		f.Add(k)
 	}
 	f.Fuzz(func(t *testing.T, k string) {
-		b, err := encodeKey(k)
+		b, err := encodeKey(k, screen.Modes{})
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("%q: error %v does not wrap ErrInvalid", k, err)
@@ -32,7 +34,7 @@ func FuzzEncodeKey(f *testing.F) {
 			}
 		}
 		if len(k) > 2 && strings.EqualFold(k[:2], "M-") {
-			rest, err := encodeKey(k[2:])
+			rest, err := encodeKey(k[2:], screen.Modes{})
 			if err != nil || !bytes.Equal(b, append([]byte{0x1b}, rest...)) {
 				t.Fatalf("%q = %q, want ESC + %q (%v)", k, b, rest, err)
 			}
@@ -43,7 +45,7 @@ func FuzzEncodeKey(f *testing.F) {
 			}
 		}
 		if _, named := keyNames[strings.ToLower(k)]; named {
-			if u, err := encodeKey(strings.ToUpper(k)); err != nil || !bytes.Equal(u, b) {
+			if u, err := encodeKey(strings.ToUpper(k), screen.Modes{}); err != nil || !bytes.Equal(u, b) {
 				t.Fatalf("%q and %q differ: %q, %q (%v)", k, strings.ToUpper(k), b, u, err)
 			}
 		}
