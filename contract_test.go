@@ -512,6 +512,10 @@ func TestMCPContract(t *testing.T) {
 	if len(in) != 2 || in[0].(float64) <= rng[0].(float64) || in[1].(float64) >= rng[1].(float64) {
 		t.Errorf("nested read of %v: range %v", rng, nested["truncated_range"])
 	}
+	// The same bytes, read again at another budget, count the same.
+	if _, all := get("c_read_all", false); all["original_token_count"] == nil || all["original_token_count"] != seq["original_token_count"] {
+		t.Errorf("original_token_count: exec at 300 tokens %v, read_output of the same range at 2000 %v", seq["original_token_count"], all["original_token_count"])
+	}
 	// A program waiting for a terminal query's answer is not waiting for the agent.
 	if _, st := get("c_cpr", false); st["returned_because"] != "exit" || !strings.Contains(fmt.Sprint(st["output"]), "GOT [1;1R") {
 		t.Errorf("cursor position query: %v %q", st["returned_because"], st["output"])

@@ -202,10 +202,17 @@ func e2eClientDir(t *testing.T) string {
 			} // else another run installed it first
 		}
 	}
+	// The installed packages are shared by every checkout of this user; the scripts are
+	// this checkout's, in a directory of this test's own, so a concurrent run of another
+	// version cannot swap them.
+	own := t.TempDir()
 	for _, f := range []string{"client.mjs", "callers.mjs", "notify.mjs"} {
-		e2eCopy(t, filepath.Join(src, f), filepath.Join(dir, f))
+		e2eCopy(t, filepath.Join(src, f), filepath.Join(own, f))
 	}
-	return dir
+	if err := os.Symlink(filepath.Join(dir, "node_modules"), filepath.Join(own, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	return own
 }
 
 func e2eCopy(t *testing.T, from, to string) {

@@ -130,6 +130,9 @@ if (process.argv[3] === "contract") {
     await step("c_read_nested", "read_output", {
       session_id: seq.structuredContent.session_id, from: rng[0], to: rng[1], max_output_tokens: 300,
     });
+    await step("c_read_all", "read_output", {
+      session_id: seq.structuredContent.session_id, from: 0, to: seq.structuredContent.next_offset, max_output_tokens: 2000,
+    });
   }
   await step("c_cpr", "exec_command", {
     argv: ["python3", "-c",
