@@ -12,14 +12,15 @@ import (
 // collect went into flood mode: a tokenCounter follows the raw stream itself, with its
 // own converter.
 //
-// The first countExact bytes are converted and counted exactly. Beyond them the stream
-// is cut into blocks at fixed distances from the range's start (countBlock); of each
-// block a sample (from its first line start, about countSample bytes, to a line end) is
-// converted and counted exactly, and the block is charged its size times the sample's
-// tokens per byte. On text of one kind (logs, JSON, code, CJK, base64, coloured output)
-// that is within 1–2% of the exact count, at a cost of counting about 4 KiB per block.
+// A range of up to countExact bytes is converted and counted exactly. A longer one is
+// cut into blocks at fixed distances from its start (countBlock); of each block a sample
+// (from its first line start, about countSample bytes, to a line end) is converted and
+// counted exactly, and the block is charged its size times the sample's tokens per byte.
+// On text of one kind (logs, JSON, code, CJK, base64, coloured output) that is within
+// 1% of the exact count, at the cost of counting an eighth of the first 4 MiB and a few
+// KiB per MiB beyond.
 const (
-	countExact  = 128 << 10
+	countExact  = 32 << 10
 	countSample = 4 << 10
 )
 
@@ -39,11 +40,8 @@ func countBlock(p int64) int64 {
 // tokenCounter counts the text view of a raw stream; see above. Not safe for
 // concurrent use.
 type tokenCounter struct {
-	pos   int64 // bytes seen
-	conv  termtext.Converter
-	text  truncate.TextCounter
-	buf   []byte
-	exact bool // the exact part is done (converted and closed)
+	pos  int64  // bytes seen
+	head []byte // the first countExact bytes, until the stream proves longer
 
 	blockStart, blockEnd int64  // the current block, in stream positions
 	sample               []byte // the raw sample of the current block, while it grows
@@ -54,21 +52,24 @@ type tokenCounter struct {
 
 // write adds raw bytes (the next ones of the range).
 func (c *tokenCounter) write(p []byte) {
+	if c.head != nil || c.pos == 0 {
+		if c.pos+int64(len(p)) <= countExact {
+			c.head = append(c.head, p...)
+			c.pos += int64(len(p))
+			return
+		}
+		// Longer than countExact: sample it, from the start.
+		head := c.head
+		c.head, c.pos = nil, 0
+		c.blockStart, c.blockEnd = 0, countBlock(0)
+		c.stream(head)
+	}
+	c.stream(p)
+}
+
+// stream feeds p to the block sampler.
+func (c *tokenCounter) stream(p []byte) {
 	for len(p) > 0 {
-		if c.pos < countExact {
-			k := min(int64(len(p)), countExact-c.pos)
-			c.buf = c.conv.Write(c.buf[:0], p[:k])
-			c.text.Write(c.buf)
-			c.pos += k
-			p = p[k:]
-			continue
-		}
-		if !c.exact {
-			c.buf = c.conv.Close(c.buf[:0])
-			c.text.Write(c.buf)
-			c.exact = true
-			c.blockStart, c.blockEnd = c.pos, c.pos+countBlock(c.pos-0)
-		}
 		if c.pos == c.blockEnd { // the next block
 			c.finishBlock()
 			c.blockStart, c.blockEnd = c.pos, c.pos+countBlock(c.pos)
@@ -120,7 +121,7 @@ func (c *tokenCounter) trySample(end bool) {
 
 // finishBlock charges the block that ends at pos.
 func (c *tokenCounter) finishBlock() {
-	if !c.exact || c.pos <= c.blockStart {
+	if c.pos <= c.blockStart {
 		return
 	}
 	if !c.sampled {
@@ -133,13 +134,11 @@ func (c *tokenCounter) finishBlock() {
 // tokens returns the count of everything written. The counter must not be written to
 // afterwards.
 func (c *tokenCounter) tokens() int {
-	if !c.exact {
-		c.buf = c.conv.Close(c.buf[:0])
-		c.text.Write(c.buf)
-		c.exact = true
-		return c.text.Tokens()
+	if c.blockEnd == 0 { // countExact bytes or fewer: exact
+		var conv termtext.Converter
+		return truncate.Count(string(conv.Close(conv.Write(nil, c.head))))
 	}
 	c.finishBlock()
 	c.blockStart = c.pos
-	return c.text.Tokens() + int(c.est+0.5)
+	return int(c.est + 0.5)
 }
