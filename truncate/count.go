@@ -305,3 +305,13 @@ func suffixStart(s string, k int) int {
 		}
 	}
 }
+
+// Estimator is Estimate as a stream: bytes can arrive in any pieces and the estimate
+// is the same. The zero value is ready to use.
+type Estimator struct{ e estimator }
+
+// Write adds p.
+func (e *Estimator) Write(p []byte) { addEstimate(&e.e, p) }
+
+// Milli returns the estimate so far in thousandths of a token.
+func (e *Estimator) Milli() uint64 { return e.e.milli }
