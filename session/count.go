@@ -44,9 +44,9 @@ type tokenCounter struct {
 	pos  int64  // bytes seen
 	head []byte // the first countExact bytes, until the stream proves longer
 
-	blockStart, blockEnd int64  // the current block, in stream positions
-	sample               []byte // the raw sample of the current block, while it grows
-	sampled              bool   // the current block's sample is complete and counted
+	blockStart, blockEnd int64   // the current block, in stream positions
+	sample               []byte  // the raw sample of the current block, while it grows
+	sampled              bool    // the current block's sample is complete and counted
 	perMilli             float64 // the sample's exact tokens per estimated milli-token
 	blockEst             truncate.Estimator
 	est                  float64 // tokens charged to finished blocks
