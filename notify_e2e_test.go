@@ -134,6 +134,12 @@ func TestMCPWaitSessions(t *testing.T) {
 				!strings.Contains(w.Text, "build-done") {
 				t.Errorf("wait_sessions did not return the build's exit:\n%s", w.Text)
 			}
+			// Completion facts: a log of the whole output an agent can grep.
+			if lp, _ := w.Structured["log_path"].(string); lp == "" || w.Structured["output_sha256"] == nil || w.Structured["ended_at"] == nil {
+				t.Errorf("wait_sessions result of the ended build lacks its completion facts: %v", w.Structured)
+			} else if b, err := os.ReadFile(lp); err != nil || string(b) != "compiling\nbuild-done\n" {
+				t.Errorf("log %s: %q %v", lp, b, err)
+			}
 			if others, _ := w.Structured["others"].([]any); len(others) != 2 {
 				t.Errorf("wait_sessions others: %v", w.Structured["others"])
 			}

@@ -127,6 +127,9 @@ type Ended struct {
 	TimedOut  bool   `json:"timed_out,omitempty"`
 	// Pruned: ended by ptyhub because its client reached its limit of running sessions.
 	Pruned bool `json:"pruned,omitempty"`
+	// Completion: its log, output counts and times (completion.go).
+	*Completion
+	s *Session // to fill Completion when the notice is given
 }
 
 // Survivor is a process of a session that outlived its leader and was killed.
@@ -206,6 +209,8 @@ type Result struct {
 	// Existing: exec_command named a session that was already running and returned it
 	// instead of starting the command.
 	Existing bool `json:"existing,omitempty"`
+	// Completion is set once the session has exited (completion.go).
+	*Completion
 	Notices
 }
 
@@ -249,6 +254,9 @@ type Info struct {
 	LastOutputAgoMs *int64 `json:"last_output_ago_ms,omitempty"`
 	// WaitingForInput: the program in the foreground waits for terminal input.
 	WaitingForInput bool `json:"waiting_for_input,omitempty"`
+	// Completion is set once the session has exited (completion.go); its output_bytes
+	// is OutputSize.
+	*Completion
 }
 
 // ListResult is what list_sessions returns.

@@ -74,6 +74,9 @@ func (r *Result) Text() string {
 	if r.MissedBytes > 0 {
 		fmt.Fprintf(&b, "%s of output left memory before this call could read them\n", plural(r.MissedBytes, "byte"))
 	}
+	if c := r.Completion; c != nil && c.LogPath != "" {
+		fmt.Fprintf(&b, "Full output log: %s (%s, %s)\n", c.LogPath, plural(c.OutputLines, "line"), plural(c.OutputBytes, "byte"))
+	}
 	if len(r.Survivors) > 0 {
 		fmt.Fprintf(&b, "Processes that outlived the session's main process were killed: %s\n", survivorList(r.Survivors))
 	}
@@ -122,7 +125,11 @@ func (r *Result) processLine() string {
 // writeText appends one line per ended session and per warning.
 func (n Notices) writeText(b *strings.Builder) {
 	for _, e := range n.EndedSinceLastCall {
-		fmt.Fprintf(b, "Session %s (%s) ended: %s\n", e.SessionID, oneLine(e.Command, 60), endedPhrase(e))
+		log := ""
+		if e.Completion != nil && e.LogPath != "" {
+			log = "; full output log: " + e.LogPath
+		}
+		fmt.Fprintf(b, "Session %s (%s) ended: %s%s\n", e.SessionID, oneLine(e.Command, 60), endedPhrase(e), log)
 	}
 	for _, w := range n.Warnings {
 		fmt.Fprintf(b, "Warning: %s\n", oneLine(w, 500))

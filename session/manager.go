@@ -613,6 +613,13 @@ func (c *Client) notices(skip *Session, warns []string) Notices {
 		n.EndedSinceLastCall = append(n.EndedSinceLastCall, e)
 	}
 	c.ended = c.ended[:0]
+	c.mu.Unlock()
+	for i, e := range n.EndedSinceLastCall {
+		if e.s != nil && e.Completion == nil {
+			n.EndedSinceLastCall[i].Completion = e.s.completion(true)
+		}
+	}
+	c.mu.Lock()
 	return n
 }
 
@@ -658,7 +665,7 @@ func (c *Client) Close(ctx context.Context, keep bool) error {
 func (s *Session) endedRecord() Ended {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := Ended{SessionID: strconv.Itoa(s.id), Command: s.command, TimedOut: s.timedOut, Pruned: s.pruned}
+	e := Ended{SessionID: strconv.Itoa(s.id), Command: s.command, TimedOut: s.timedOut, Pruned: s.pruned, s: s}
 	if s.exit.Signal != 0 {
 		e.Signal = s.exit.SignalName()
 	} else {

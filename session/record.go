@@ -58,6 +58,10 @@ type recorder struct {
 	onRelease   func()
 	releaseOnce sync.Once
 
+	// log is the text log and digest of the output (completion.go), set by the goroutine
+	// once it finished it.
+	log *textLog
+
 	wake chan struct{} // capacity 1: events were queued or stop was called
 	done chan struct{} // closed when the goroutine has closed the transcript
 }
@@ -334,6 +338,7 @@ func (r *recorder) run(dir string, h transcript.Header) {
 	}
 	r.w = w
 	close(r.ready)
+	tl := newTextLog(dir, r.s.uuid)
 	r.maybePrune(dir)
 	hub := r.s.hub
 	// The copy buffer is borrowed from readBufs while there is output to copy and given
@@ -358,8 +363,10 @@ func (r *recorder) run(dir string, h transcript.Header) {
 			}
 			n, missed, err := hub.ReadAt(p, cur)
 			cur += missed
+			tl.gap(missed)
 			if n > 0 || missed > 0 {
 				r.w.Output(time.Now(), cur, buf[:n])
+				tl.output(buf[:n])
 				cur += int64(n)
 			}
 			if err != nil {
@@ -401,6 +408,7 @@ func (r *recorder) run(dir string, h transcript.Header) {
 		}
 		ended := pump(-1)
 		r.w.Flush()
+		tl.flush()
 		if buf != nil {
 			b := buf
 			readBufs.Put(&b)
@@ -427,6 +435,10 @@ func (r *recorder) run(dir string, h transcript.Header) {
 	if err := r.w.Close(time.Now(), status); err != nil && !logged {
 		r.s.m.log.Warn("transcript: recording stopped", "session", r.s.id, "err", err)
 	}
+	tl.close()
+	r.mu.Lock()
+	r.log = tl
+	r.mu.Unlock()
 }
 
 // maybePrune runs the retention pass over dir unless one ran recently.

@@ -84,6 +84,7 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 		r.DurationMs = float64(s.exitedAt.Sub(s.started).Microseconds()) / 1000
 		s.mu.Unlock()
 		skip = s
+		r.Completion = s.completion(true)
 	} else if s.tty {
 		if a, err := s.master.Attrs(); err == nil {
 			r.PasswordPrompt = !a.Echo && a.Canonical
@@ -525,6 +526,7 @@ func (c *Client) List(ctx context.Context) (*ListResult, error) {
 		info.Clients = s.att.count()
 		info.OutputStopped = s.outputStopped()
 		s.addFacts(&info, socks, now)
+		info.Completion = s.completion(false)
 		out.Sessions = append(out.Sessions, info)
 	}
 	out.Notices = c.notices(nil, nil)

@@ -2,6 +2,8 @@ package session_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ptyhub/ptyhub/session"
 )
@@ -328,5 +331,100 @@ func TestListFacts(t *testing.T) {
 	}
 	if !strings.Contains(l.Text(), fmt.Sprint(port)) || !strings.Contains(l.Text(), "running(input)") {
 		t.Errorf("table lacks the port or the waiting session:\n%s", l.Text())
+	}
+}
+
+// TestCompletionFacts: an ended session's result, its ended_since_last_call entry, its
+// wait_sessions result and its listing carry the path of a text log of its whole output,
+// the byte and line counts, the sha256 of the raw output, its start and end times and
+// its process group; with recording off, the counts and digest still come (from memory).
+func TestCompletionFacts(t *testing.T) {
+	t.Parallel()
+	for _, noRecord := range []bool{false, true} {
+		t.Run(fmt.Sprint("norecord=", noRecord), func(t *testing.T) {
+			t.Parallel()
+			m, err := session.NewManager(session.Options{StateDir: t.TempDir(), NoRecord: noRecord})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { m.Close(context.Background()) })
+			c := m.NewClient("facts")
+			raw := "one\r\n\x1b[1mtwo\x1b[0m\r\nthree"
+			r := mustExec(t, c, session.ExecRequest{Argv: []string{"printf", `one\n\033[1mtwo\033[0m\nthree`}, YieldTimeMs: wMs(30_000)})
+			if r.State != session.StateExited || r.Completion == nil {
+				t.Fatalf("no completion facts: %s", r.Text())
+			}
+			sum := sha256.Sum256([]byte(raw))
+			f := r.Completion
+			if f.OutputBytes != int64(len(raw)) || f.OutputLines != 3 || f.OutputSHA256 != hex.EncodeToString(sum[:]) || f.ProcessGroup <= 0 {
+				t.Errorf("facts %+v, want %d bytes, 3 lines, sha256 %x", f, len(raw), sum)
+			}
+			start, err1 := time.Parse(time.RFC3339Nano, f.StartedAt)
+			end, err2 := time.Parse(time.RFC3339Nano, f.EndedAt)
+			if err1 != nil || err2 != nil || end.Before(start) {
+				t.Errorf("times %q %q", f.StartedAt, f.EndedAt)
+			}
+			if noRecord {
+				if f.LogPath != "" {
+					t.Errorf("log path %q without recording", f.LogPath)
+				}
+			} else {
+				if b, err := os.ReadFile(f.LogPath); err != nil || string(b) != "one\ntwo\nthree\n" {
+					t.Errorf("log %s: %q %v", f.LogPath, b, err)
+				}
+				if !strings.Contains(r.Text(), "Full output log: "+f.LogPath+" (3 lines") {
+					t.Errorf("text lacks the log:\n%s", r.Text())
+				}
+			}
+			// Told in another call's ended_since_last_call, and in the listing.
+			g := fifo(t)
+			bg := mustExec(t, c, session.ExecRequest{Cmd: "cat '" + g + "' >/dev/null; echo bg-done"})
+			done := make(chan *session.WaitResult, 1)
+			go func() {
+				w, _ := c.Wait(context.Background(), session.WaitRequest{SessionIDs: []string{bg.SessionID}, Until: []string{"exit"}, TimeoutMs: wMs(60_000)})
+				done <- w
+			}()
+			release(t, g)
+			w := <-done
+			if w == nil || w.Completion == nil || w.Completion.OutputLines != 1 {
+				t.Fatalf("wait result without facts: %+v", w)
+			}
+			l, err := c.List(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, i := range l.Sessions {
+				if i.Completion == nil || i.Completion.OutputSHA256 == "" {
+					t.Errorf("listing of %s lacks completion facts: %+v", i.SessionID, i)
+				}
+			}
+		})
+	}
+}
+
+// TestCompletionEndedNotice: a session that ended in the background is reported in the
+// next call's ended_since_last_call with its facts.
+func TestCompletionEndedNotice(t *testing.T) {
+	t.Parallel()
+	c := wClient(t)
+	g := fifo(t)
+	bg := mustExec(t, c, session.ExecRequest{Cmd: "cat '" + g + "' >/dev/null; echo bg-done"})
+	fg := mustExec(t, c, session.ExecRequest{Cmd: "cat '" + g + "' >/dev/null; sleep 1000"})
+	_ = fg
+	release(t, g) // one of the two reads it; release again for the other
+	release(t, g)
+	for {
+		r, err := c.Write(context.Background(), session.WriteRequest{SessionID: fg.SessionID, YieldTimeMs: wMs(200)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range r.EndedSinceLastCall {
+			if e.SessionID == bg.SessionID {
+				if e.Completion == nil || e.LogPath == "" || e.OutputLines != 1 {
+					t.Fatalf("ended notice without facts: %+v", e)
+				}
+				return
+			}
+		}
 	}
 }

@@ -78,6 +78,7 @@ func Prune(dir string, keep time.Duration, keepBytes int64, now time.Time) ([]st
 			continue
 		}
 		remove(f.path)
+		os.Remove(strings.TrimSuffix(f.path, Ext) + LogExt) // the text log goes with it
 		total -= f.size
 	}
 	return removed, nil

@@ -55,6 +55,7 @@ const (
 const (
 	Ext      = ".cast"
 	SpillExt = ".raw"
+	LogExt   = ".log"
 )
 
 // EndPrefix starts the data of the "m" event that ends every finished
@@ -92,6 +93,10 @@ func SessionsDir(stateDir string) (string, error) {
 
 // Path returns the transcript file of session uuid in dir (a SessionsDir).
 func Path(dir, uuid string) string { return filepath.Join(dir, uuid+Ext) }
+
+// LogPath returns the path of the plain-text log of session uuid's output in dir (its
+// text view, written by the session beside the transcript; pruned with it).
+func LogPath(dir, uuid string) string { return filepath.Join(dir, uuid+LogExt) }
 
 // SpillPath returns the raw spill file of session uuid in dir.
 func SpillPath(dir, uuid string) string { return filepath.Join(dir, uuid+SpillExt) }

@@ -1,0 +1,168 @@
+package session
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+	"os"
+	"time"
+
+	"github.com/ptyhub/ptyhub/termtext"
+	"github.com/ptyhub/ptyhub/transcript"
+)
+
+// Completion facts: once a session has ended, its results, its entry in
+// ended_since_last_call and in the listing say where a plain-text log of its whole output
+// is (the text view, written beside the transcript as <uuid>.log, for an agent's own file
+// tools), how much it printed, a digest of the raw output, when it started and ended,
+// and its process group.
+
+// Completion is what a session that ended leaves an agent to act on.
+type Completion struct {
+	// LogPath is a plain-text log of the whole output (absent when recording is off).
+	LogPath string `json:"log_path,omitempty"`
+	// OutputBytes counts the raw output; OutputLines the lines of its text view.
+	OutputBytes int64 `json:"output_bytes,omitempty"`
+	OutputLines int64 `json:"output_lines,omitempty"`
+	// OutputSHA256 is the sha256 of the raw output (absent when part of it was lost).
+	OutputSHA256 string `json:"output_sha256,omitempty"`
+	StartedAt    string `json:"started_at,omitempty"`
+	EndedAt      string `json:"ended_at,omitempty"`
+	// ProcessGroup is the session's process group (and session) id: its leader's pid.
+	ProcessGroup int `json:"process_group,omitempty"`
+}
+
+// textLog writes the text view of a session's output to <uuid>.log and keeps the digest
+// and line count of the raw output. It is used by the recorder goroutine only.
+type textLog struct {
+	path   string
+	f      *os.File
+	w      *bufio.Writer
+	conv   termtext.Converter
+	text   []byte
+	sum    hash.Hash
+	lines  int64
+	lost   bool // output was lost before the log saw it: no digest
+	failed bool // the log file could not be written
+}
+
+// newTextLog creates the log beside the transcript in dir (mode 0600). A log that
+// cannot be created still counts and digests.
+func newTextLog(dir, uuid string) *textLog {
+	l := &textLog{sum: sha256.New()}
+	p := transcript.LogPath(dir, uuid)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err == nil {
+		l.path, l.f, l.w = p, f, bufio.NewWriterSize(f, 32<<10)
+	}
+	return l
+}
+
+// output takes raw output bytes, in order.
+func (l *textLog) output(p []byte) {
+	l.sum.Write(p)
+	l.text = l.conv.Write(l.text[:0], p)
+	l.put(l.text)
+}
+
+// gap records that n bytes of output were lost.
+func (l *textLog) gap(n int64) {
+	if n > 0 {
+		l.lost = true
+	}
+}
+
+func (l *textLog) put(text []byte) {
+	l.lines += int64(bytes.Count(text, []byte{'\n'}))
+	if l.w != nil && !l.failed {
+		if _, err := l.w.Write(text); err != nil {
+			l.failed = true
+		}
+	}
+}
+
+// flush writes what is buffered to the file.
+func (l *textLog) flush() {
+	if l.w != nil && !l.failed && l.w.Flush() != nil {
+		l.failed = true
+	}
+}
+
+// close finishes the log: the unfinished last line counts as a line.
+func (l *textLog) close() {
+	text := l.conv.Close(l.text[:0])
+	if len(text) > 0 && text[len(text)-1] != '\n' {
+		text = append(text, '\n')
+	}
+	l.put(text)
+	l.flush()
+	if l.f != nil {
+		if l.f.Close() != nil {
+			l.failed = true
+		}
+	}
+}
+
+// facts fills c from the finished log.
+func (l *textLog) facts(c *Completion) {
+	if l.path != "" && !l.failed {
+		c.LogPath = l.path
+	}
+	c.OutputLines = l.lines
+	if !l.lost {
+		c.OutputSHA256 = hex.EncodeToString(l.sum.Sum(nil))
+	}
+}
+
+// completionWait bounds how long a result waits for the recorder to finish the log.
+const completionWait = 2 * time.Second
+
+// completion returns the completion facts of s, or nil while it runs. With wait, it
+// waits (at most completionWait) for the recorder to finish the log, so the log is whole
+// when its path is given; without, the log facts are left out until it has.
+func (s *Session) completion(wait bool) *Completion {
+	if !s.isExited() {
+		return nil
+	}
+	s.mu.Lock()
+	c := &Completion{StartedAt: s.started.UTC().Format(time.RFC3339Nano), EndedAt: s.exitedAt.UTC().Format(time.RFC3339Nano),
+		ProcessGroup: s.pid}
+	s.mu.Unlock()
+	c.OutputBytes = s.hub.End()
+	if r := s.rec; r != nil {
+		if wait {
+			select {
+			case <-r.done:
+			case <-time.After(completionWait):
+			}
+		}
+		select {
+		case <-r.done:
+			r.mu.Lock()
+			log := r.log
+			r.mu.Unlock()
+			if log != nil {
+				log.facts(c)
+				return c
+			}
+		default:
+			return c
+		}
+	}
+	// No log (recording off): count and digest the output if memory still has all of it.
+	if s.hub.Start() == 0 && s.hub.Closed() {
+		data, from := s.hub.Tail(int(c.OutputBytes))
+		if from == 0 && int64(len(data)) == c.OutputBytes {
+			sum := sha256.Sum256(data)
+			c.OutputSHA256 = hex.EncodeToString(sum[:])
+			text := termtext.String(data)
+			c.OutputLines = int64(bytes.Count([]byte(text), []byte{'\n'}))
+			if len(text) > 0 && text[len(text)-1] != '\n' {
+				c.OutputLines++
+			}
+		}
+	}
+	return c
+}
