@@ -129,7 +129,6 @@ type Ended struct {
 	Pruned bool `json:"pruned,omitempty"`
 	// Completion: its log, output counts and times (completion.go).
 	*Completion
-	s *Session // to fill Completion when the notice is given
 }
 
 // Survivor is a process of a session that outlived its leader and was killed.

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,29 +34,27 @@ type Completion struct {
 }
 
 // textLog writes the text view of a session's output to <uuid>.log and keeps the digest
-// and line count of the raw output. It is used by the recorder goroutine only.
+// and line count of the raw output. It is used by the recorder goroutine only. It holds
+// no file descriptor: text is gathered in memory and appended (open, write, close) when
+// 64 KiB have gathered and at the end, so a running session costs no extra fd.
 type textLog struct {
-	path   string
-	f      *os.File
-	w      *bufio.Writer
-	conv   termtext.Converter
-	text   []byte
-	sum    hash.Hash
-	lines  int64
-	lost   bool // output was lost before the log saw it: no digest
-	failed bool // the log file could not be written
+	path    string
+	pend    []byte // text not yet written
+	started bool   // the file was created (truncated) by this log
+	conv    termtext.Converter
+	text    []byte
+	sum     hash.Hash
+	lines   int64
+	lost    bool // output was lost before the log saw it: no digest
+	failed  bool // the log file could not be written
 }
 
-// newTextLog creates the log beside the transcript in dir (mode 0600). A log that
-// cannot be created still counts and digests.
+// logChunk is how much text a textLog gathers before it appends to the file.
+const logChunk = 64 << 10
+
+// newTextLog returns the log of session uuid beside the transcript in dir (mode 0600).
 func newTextLog(dir, uuid string) *textLog {
-	l := &textLog{sum: sha256.New()}
-	p := transcript.LogPath(dir, uuid)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err == nil {
-		l.path, l.f, l.w = p, f, bufio.NewWriterSize(f, 32<<10)
-	}
-	return l
+	return &textLog{sum: sha256.New(), path: transcript.LogPath(dir, uuid)}
 }
 
 // output takes raw output bytes, in order.
@@ -76,18 +73,36 @@ func (l *textLog) gap(n int64) {
 
 func (l *textLog) put(text []byte) {
 	l.lines += int64(bytes.Count(text, []byte{'\n'}))
-	if l.w != nil && !l.failed {
-		if _, err := l.w.Write(text); err != nil {
-			l.failed = true
-		}
+	if l.failed {
+		return
+	}
+	l.pend = append(l.pend, text...)
+	if len(l.pend) >= logChunk {
+		l.flush()
 	}
 }
 
-// flush writes what is buffered to the file.
+// flush appends the gathered text to the file.
 func (l *textLog) flush() {
-	if l.w != nil && !l.failed && l.w.Flush() != nil {
-		l.failed = true
+	if l.failed || len(l.pend) == 0 && l.started {
+		return
 	}
+	flag := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	if !l.started {
+		flag |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(l.path, flag, 0o600)
+	if err != nil {
+		l.failed = true
+		return
+	}
+	l.started = true
+	_, err = f.Write(l.pend)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	l.failed = err != nil
+	l.pend = l.pend[:0]
 }
 
 // close finishes the log: the unfinished last line counts as a line.
@@ -98,16 +113,12 @@ func (l *textLog) close() {
 	}
 	l.put(text)
 	l.flush()
-	if l.f != nil {
-		if l.f.Close() != nil {
-			l.failed = true
-		}
-	}
+	l.pend = nil
 }
 
 // facts fills c from the finished log.
 func (l *textLog) facts(c *Completion) {
-	if l.path != "" && !l.failed {
+	if l.started && !l.failed {
 		c.LogPath = l.path
 	}
 	c.OutputLines = l.lines

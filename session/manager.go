@@ -614,9 +614,16 @@ func (c *Client) notices(skip *Session, warns []string) Notices {
 	}
 	c.ended = c.ended[:0]
 	c.mu.Unlock()
+	// The facts come from the table: a notice holds no session (a removed one is
+	// garbage, and its notice has no facts).
 	for i, e := range n.EndedSinceLastCall {
-		if e.s != nil && e.Completion == nil {
-			n.EndedSinceLastCall[i].Completion = e.s.completion(true)
+		if id, err := strconv.Atoi(e.SessionID); err == nil {
+			c.m.mu.Lock()
+			s := c.m.sessions[id]
+			c.m.mu.Unlock()
+			if s != nil {
+				n.EndedSinceLastCall[i].Completion = s.completion(true)
+			}
 		}
 	}
 	c.mu.Lock()
@@ -665,7 +672,7 @@ func (c *Client) Close(ctx context.Context, keep bool) error {
 func (s *Session) endedRecord() Ended {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := Ended{SessionID: strconv.Itoa(s.id), Command: s.command, TimedOut: s.timedOut, Pruned: s.pruned, s: s}
+	e := Ended{SessionID: strconv.Itoa(s.id), Command: s.command, TimedOut: s.timedOut, Pruned: s.pruned}
 	if s.exit.Signal != 0 {
 		e.Signal = s.exit.SignalName()
 	} else {

@@ -408,7 +408,6 @@ func (r *recorder) run(dir string, h transcript.Header) {
 		}
 		ended := pump(-1)
 		r.w.Flush()
-		tl.flush()
 		if buf != nil {
 			b := buf
 			readBufs.Put(&b)
