@@ -692,7 +692,8 @@ func TestServerLogs(t *testing.T) {
 	if all := h.ok("logs", "--all"); !strings.Contains(all, r.UUID) || !strings.Contains(all, "exited with code 0") {
 		t.Errorf("logs --all: %q", all)
 	}
-	if _, errs, code := h.run("logs", "no-such-session"); code == 0 || !strings.Contains(errs, "no session or transcript") {
+	if _, errs, code := h.run("logs", "no-such-session"); code == 0 || !strings.Contains(errs, "no such session, and no transcript of it") ||
+		strings.Count(strings.TrimSpace(errs), "\n") != 0 || strings.Count(errs, "'ptyhub ls'") != 1 {
 		t.Errorf("logs of an unknown id: status %d, %q", code, errs)
 	}
 }

@@ -481,7 +481,7 @@ func runLogs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	// The server reads the transcript on its machine (this one, or --host's).
 	a, err := dialLogs(ctx, socket, server.LogsOptions{ID: pos[0], PathOnly: *cast, Follow: *follow, Markers: true, Text: !*raw})
 	if err != nil {
-		return fail(stderr, "logs", err)
+		return fail(stderr, "logs", noTranscript(err, pos[0]))
 	}
 	if *cast {
 		a.Close()
@@ -524,16 +524,23 @@ func copyLogs(ctx context.Context, a *server.Attach, w io.Writer) error {
 	}
 }
 
+// noTranscript words a not-found error of a transcript lookup for the CLI: fail adds
+// the hint to 'ptyhub ls', so this names only the other place to look. Other errors are
+// returned as they are.
+func noTranscript(err error, id string) error {
+	if !errors.Is(err, session.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("%w %s: no such session, and no transcript of it ('ptyhub logs --all' lists the transcripts)", session.ErrNotFound, id)
+}
+
 // readTranscript prints the output of a session the server no longer has (removed,
 // pruned, or from before a restart) from its transcript on disk, found by short id, UUID
 // or UUID prefix.
 func readTranscript(ctx context.Context, cmd string, socket *target, id string, raw bool, tail int, stdout, stderr io.Writer) int {
 	a, err := dialLogs(ctx, socket, server.LogsOptions{ID: id, Text: !raw})
 	if err != nil {
-		if errors.Is(err, session.ErrNotFound) {
-			err = fmt.Errorf("%w %s: no such session, and no transcript of it ('ptyhub ls' lists the sessions, 'ptyhub logs --all' the transcripts)", session.ErrNotFound, id)
-		}
-		return fail(stderr, cmd, err)
+		return fail(stderr, cmd, noTranscript(err, id))
 	}
 	var b strings.Builder
 	if err := copyLogs(ctx, a, &b); err != nil {
