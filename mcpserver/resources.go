@@ -141,19 +141,20 @@ func (r *resources) run(ctx context.Context) {
 		}
 		if res.Generation != gen || first {
 			gen, first = res.Generation, false
-			r.sync(ctx, res.Sessions)
+			r.sync(ctx, res)
 		}
 	}
 }
 
 // sync follows the sessions: new ones become resources, removed ones stop being
-// resources, and subscribers hear of those that ended.
-func (r *resources) sync(ctx context.Context, sessions []session.WatchSession) {
+// resources, and subscribers hear of those that ended. res lists every session, or
+// with Delta only the changes.
+func (r *resources) sync(ctx context.Context, res *session.WatchResult) {
 	seen := map[string]bool{}
 	var ended []string
 	var added []session.WatchSession
 	r.mu.Lock()
-	for _, in := range sessions {
+	for _, in := range res.Sessions {
 		seen[in.SessionID] = true
 		old, ok := r.states[in.SessionID]
 		if !ok {
@@ -164,12 +165,23 @@ func (r *resources) sync(ctx context.Context, sessions []session.WatchSession) {
 		r.states[in.SessionID] = in.State
 	}
 	var gone []string
-	for id := range r.states {
-		if !seen[id] {
+	drop := func(id string) {
+		if _, ok := r.states[id]; ok {
 			gone = append(gone, sessionURI(id))
-			delete(r.states, id)
-			delete(r.subs, id)
-			delete(r.waiting, id)
+		}
+		delete(r.states, id)
+		delete(r.subs, id)
+		delete(r.waiting, id)
+	}
+	if res.Delta {
+		for _, id := range res.Removed {
+			drop(id)
+		}
+	} else {
+		for id := range r.states {
+			if !seen[id] {
+				drop(id)
+			}
 		}
 	}
 	r.mu.Unlock()

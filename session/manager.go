@@ -70,6 +70,7 @@ type Manager struct {
 	live     int                         // sessions whose exit is not yet recorded
 	closed   bool
 	gen      uint64        // changes when a session starts, ends or is removed (watch.go)
+	changes  []watchChange // the latest changes, in generation order (watch.go)
 	genCh    chan struct{} // closed at the next change; nil until someone waits
 	// starts counts starts under way; added to only under mu while !closed, so Close
 	// can wait for them after setting closed.
@@ -87,7 +88,7 @@ func (m *Manager) drop(s *Session) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.sessions[s.id] == s {
-		m.bumpLocked()
+		m.bumpLocked(s)
 		delete(m.sessions, s.id)
 		delete(m.pools[s.pool], s.id)
 		if len(m.pools[s.pool]) == 0 {
@@ -518,7 +519,7 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 	}
 	s.id = m.nextID
 	m.sessions[s.id] = s
-	m.bumpLocked()
+	m.bumpLocked(s)
 	if m.pools[pool] == nil {
 		m.pools[pool] = map[int]*Session{}
 	}
@@ -562,7 +563,7 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		m.mu.Unlock()
 		close(s.exited)
 		close(s.quit)
-		m.bump()
+		m.bump(s)
 		return s, warns, nil
 	}
 	m.log.Debug("session started", "session", s.id, "pid", s.pid, "command", command, "pool", pool, "running", live)

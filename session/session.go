@@ -431,7 +431,7 @@ func (s *Session) waitExit(exit <-chan reaper.Exit, held bool) {
 	s.m.mu.Unlock()
 	s.m.log.Debug("session ended", "session", s.id, "status", s.exitText())
 	close(s.exited)
-	s.m.bump()
+	s.m.bump(s)
 	// The sweep hangs the terminal up; if anything still holds it past the grace, stop
 	// reading so the session's resources go.
 	select {

@@ -32,9 +32,14 @@ type WatchResult struct {
 	// Generation changes whenever a session starts, ends or is removed.
 	Generation uint64       `json:"generation"`
 	Events     []WatchEvent `json:"events"`
-	// Sessions lists every session when the generation changed (cheap: no process
-	// facts), by id.
+	// Sessions lists the sessions when the generation changed (cheap: no process
+	// facts), by id: every session, or with Delta only those that started or changed
+	// state since the generation asked for.
 	Sessions []WatchSession `json:"sessions,omitempty"`
+	// Delta says Sessions and Removed are the changes since the generation asked for;
+	// without it Sessions is the whole list. Removed lists the ids removed since then.
+	Delta   bool     `json:"delta,omitempty"`
+	Removed []string `json:"removed,omitempty"`
 }
 
 // WatchSession is a session in a WatchResult.
@@ -43,6 +48,67 @@ type WatchSession struct {
 	Name      string `json:"name,omitempty"`
 	Command   string `json:"command"`
 	State     string `json:"state"`
+}
+
+// watchChange is one entry of the manager's change log: the session (by id, so the log
+// keeps no removed session alive) that started, changed state or left the table at
+// generation gen. A session no longer in the table at Watch time was removed.
+type watchChange struct {
+	gen uint64
+	id  int
+}
+
+// watchLogMax bounds the change log; a watcher further behind gets the whole list.
+const watchLogMax = 4096
+
+// watchDelta returns the sessions changed and the ids removed after generation since,
+// and false when the log no longer reaches back that far (or since is not a generation
+// of this manager). Each is listed once, with its state now. Costs O(changes), not
+// O(sessions): a watcher of a server with a thousand sessions is told about one.
+func (m *Manager) watchDelta(since uint64) (changed []WatchSession, removed []string, ok bool) {
+	m.mu.Lock()
+	if since > m.gen || len(m.changes) == 0 || m.changes[0].gen > since+1 {
+		m.mu.Unlock()
+		return nil, nil, false
+	}
+	var ss []*Session
+	seen := map[int]bool{}
+	for _, c := range m.changes[since+1-m.changes[0].gen:] {
+		if seen[c.id] {
+			continue
+		}
+		seen[c.id] = true
+		if s, ok := m.sessions[c.id]; ok {
+			ss = append(ss, s)
+		} else {
+			removed = append(removed, strconv.Itoa(c.id))
+		}
+	}
+	m.mu.Unlock()
+	sort.Slice(ss, func(i, j int) bool { return ss[i].id < ss[j].id })
+	for _, s := range ss {
+		changed = append(changed, s.watchSession())
+	}
+	return changed, removed, true
+}
+
+// watchSession describes s for a WatchResult.
+func (s *Session) watchSession() WatchSession {
+	st := StateRunning
+	if s.isExited() {
+		st = StateExited
+	}
+	return WatchSession{SessionID: strconv.Itoa(s.id), Name: s.name, Command: s.command, State: st}
+}
+
+// watchResultSessions fills r's sessions for a watcher that last saw generation since:
+// the changes when the log reaches back that far, else every session.
+func (m *Manager) watchResultSessions(r *WatchResult, since uint64) {
+	if changed, removed, ok := m.watchDelta(since); ok {
+		r.Sessions, r.Removed, r.Delta = changed, removed, true
+		return
+	}
+	r.Sessions = m.watchList()
 }
 
 // watchList lists the manager's sessions by id, state only.
@@ -56,19 +122,19 @@ func (m *Manager) watchList() []WatchSession {
 	sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
 	out := make([]WatchSession, len(all))
 	for i, s := range all {
-		st := StateRunning
-		if s.isExited() {
-			st = StateExited
-		}
-		out[i] = WatchSession{SessionID: strconv.Itoa(s.id), Name: s.name, Command: s.command, State: st}
+		out[i] = s.watchSession()
 	}
 	return out
 }
 
-// bumpLocked records a change of the session table or of a session's state and wakes
-// Watch calls. Called with m.mu held.
-func (m *Manager) bumpLocked() {
+// bumpLocked records a change of the session table or of s's state in the change log
+// and wakes Watch calls. Called with m.mu held.
+func (m *Manager) bumpLocked(s *Session) {
 	m.gen++
+	if len(m.changes) >= watchLogMax {
+		m.changes = append(m.changes[:0], m.changes[watchLogMax/2:]...)
+	}
+	m.changes = append(m.changes, watchChange{gen: m.gen, id: s.id})
 	if m.genCh != nil {
 		close(m.genCh)
 		m.genCh = nil
@@ -76,9 +142,9 @@ func (m *Manager) bumpLocked() {
 }
 
 // bump is bumpLocked for a caller that does not hold m.mu.
-func (m *Manager) bump() {
+func (m *Manager) bump(s *Session) {
 	m.mu.Lock()
-	m.bumpLocked()
+	m.bumpLocked(s)
 	m.mu.Unlock()
 }
 
@@ -99,7 +165,9 @@ func (m *Manager) generation() (uint64, <-chan struct{}) {
 func (c *Client) Watch(ctx context.Context, req WatchRequest) (*WatchResult, error) {
 	gen, changed := c.m.generation()
 	if gen != req.Since {
-		return &WatchResult{Generation: gen, Events: []WatchEvent{}, Sessions: c.m.watchList()}, nil
+		r := &WatchResult{Generation: gen, Events: []WatchEvent{}}
+		c.m.watchResultSessions(r, req.Since)
+		return r, nil
 	}
 	var set []*Session
 	known := map[*Session]bool{}
@@ -142,7 +210,7 @@ func (c *Client) Watch(ctx context.Context, req WatchRequest) (*WatchResult, err
 	}
 	r := &WatchResult{Events: ev}
 	if r.Generation, _ = c.m.generation(); r.Generation != req.Since {
-		r.Sessions = c.m.watchList()
+		c.m.watchResultSessions(r, req.Since)
 	}
 	return r, nil
 }
