@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"regexp"
+	"runtime"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -27,6 +28,10 @@ const (
 // for input while it prints nothing (nothing else would wake collect when a program
 // blocks silently): the first look is at once when output stops, then these gaps, the
 // last one repeating. A look costs a few /proc reads (tens of µs).
+// waitSpin is how long collect keeps looking, without a timer, right after output
+// stops (see its use).
+const waitSpin = 250 * time.Microsecond
+
 var waitBackoff = [...]time.Duration{
 	200 * time.Microsecond, 500 * time.Microsecond, time.Millisecond,
 	2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond,
@@ -216,6 +221,16 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 			}
 			if !now.Before(nextLook) {
 				ok, method := s.waitingForInput(now.Sub(lastOut))
+				if !ok && step == 0 {
+					// Right after output the program is usually microseconds from blocking
+					// (a REPL prints its prompt, then reads), and a timer fires no sooner
+					// than about a millisecond here: look again at once, yielding the
+					// processor between looks, for a short while, unless more output comes.
+					for end := now.Add(waitSpin); !ok && time.Now().Before(end) && s.hub.End() == s.cursor; {
+						runtime.Gosched()
+						ok, method = s.waitingForInput(time.Since(lastOut))
+					}
+				}
 				if ok {
 					res.because = BecauseWaitingForInput
 					res.waitMethod = method
