@@ -176,6 +176,11 @@ func TestScreenFlood(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if tc.out != "" {
+				// Without wait channels the call does not return at the read; it ends at
+				// exit, and the answer line is then lost from the truncated flood's tail.
+				testtool.KernelOnly(t, "needs the call to return at the read (wait channels)")
+			}
 			r := exec(t, c, session.ExecRequest{Cmd: tc.cmd, MaxOutputTokens: ms(200)})
 			last := r
 			for r.State != session.StateExited {

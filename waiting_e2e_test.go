@@ -54,6 +54,7 @@ func TestWaitingForInputE2E(t *testing.T) {
 	}
 
 	// A program that sleeps then prints is not waiting: the call ends at its exit.
+	testtool.KernelOnly(t, "telling a silent sleep from a prompt needs /proc wait channels; the quiet heuristic reports it as waiting")
 	r, err = c.Exec(ctx, session.ExecRequest{Cmd: "sleep 1; echo done"})
 	if err != nil {
 		t.Fatal(err)

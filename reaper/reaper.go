@@ -96,11 +96,8 @@ func Start(logger *slog.Logger) (*Reaper, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	// The running binary itself, through the kernel's link to it: it works when the file
-	// was deleted or replaced since this process started (go run, go install of a new
-	// build), where the path os.Executable names would be gone or another build.
-	const exe = "/proc/self/exe"
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	exe := selfExe()
+	fds, err := socketPair()
 	if err != nil {
 		return nil, fmt.Errorf("reaper: socketpair: %w", err)
 	}
@@ -287,7 +284,7 @@ func (r *Reaper) Survivors(tag string) []Survivor {
 		return t, ok
 	}
 	var out []Survivor
-	for _, p := range sessionMembers(r.cmd.Process.Pid, spawner, tag, leaderPid, false, live, sidOf) {
+	for _, p := range sessionMembers(r.cmd.Process.Pid, spawner, tag, leaderPid, false, live, sidOf, nil) {
 		if p.PID != leaderPid {
 			out = append(out, Survivor{PID: p.PID, Command: proc.CommandLine(p.PID)})
 		}
@@ -304,6 +301,9 @@ func ExitStatusOf(pid int) (ws syscall.WaitStatus, ok bool) { return proc.ExitSt
 // children from /proc (ptrace read access, as to /proc/PID/environ). Without it the
 // kernel shows 0 for every exit code, so holding leaders would be wrong.
 func (r *Reaper) CanReadExitStatus() bool {
+	if !kernelPaths {
+		return false // the portable paths never hold leaders
+	}
 	f, err := os.Open("/proc/" + strconv.Itoa(r.cmd.Process.Pid) + "/environ")
 	if err != nil {
 		return false

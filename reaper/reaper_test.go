@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/pty"
 )
@@ -231,6 +232,7 @@ func crashingManager() {
 // O(its session) however many sessions are alive. A setsid escaper of a held leader that
 // exited is still named (from the manager's side and in the release) and killed.
 func TestOrphansFoundWithoutListingLeaders(t *testing.T) {
+	testtool.KernelOnly(t, "orphans are found through the subreaper's spawning thread")
 	r := startReaper(t)
 	var idle []int
 	for i := range 10 {

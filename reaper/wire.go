@@ -1,6 +1,7 @@
 package reaper
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -8,9 +9,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The manager and its reaper talk over a SOCK_SEQPACKET socket pair. A message is JSON,
-// split into packets of at most maxPacket bytes; the first byte of each packet says
-// whether more follow. File descriptors ride on the last packet.
+// The manager and its reaper talk over a SOCK_SEQPACKET socket pair (a SOCK_STREAM one on
+// the portable paths: macOS has no AF_UNIX SOCK_SEQPACKET). A message is JSON, split into
+// packets of at most maxPacket bytes; the first byte of each packet says whether more
+// follow. On a stream each packet is preceded by its length (4 bytes, big-endian).
+// File descriptors ride on the last packet.
 const maxPacket = 32 << 10
 
 // msg is every message of the protocol, in both directions.
@@ -65,12 +68,20 @@ func send(c *net.UnixConn, m *msg, fds []int) error {
 			chunk, more = chunk[:maxPacket-1], 1
 		}
 		data = data[len(chunk):]
-		pkt = append(append(pkt[:0], more), chunk...)
+		pkt = pkt[:0]
+		if streamWire {
+			pkt = binary.BigEndian.AppendUint32(pkt, uint32(len(chunk)+1))
+		}
+		pkt = append(append(pkt, more), chunk...)
 		var oob []byte
 		if more == 0 && len(fds) > 0 {
 			oob = unix.UnixRights(fds...)
 		}
-		if _, _, err := c.WriteMsgUnix(pkt, oob, nil); err != nil {
+		n, _, err := c.WriteMsgUnix(pkt, oob, nil)
+		if err == nil && n < len(pkt) { // a stream may take part of it
+			_, err = c.Write(pkt[n:])
+		}
+		if err != nil {
 			return fmt.Errorf("reaper: send: %w", err)
 		}
 		if more == 0 {
@@ -83,21 +94,55 @@ func send(c *net.UnixConn, m *msg, fds []int) error {
 func recv(c *net.UnixConn, buf, oob []byte) (*msg, []int, error) {
 	var data []byte
 	var fds []int
-	for {
-		n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
-		if err != nil {
-			closeAll(fds)
-			return nil, nil, err
-		}
-		if oobn > 0 {
-			scms, err := unix.ParseSocketControlMessage(oob[:oobn])
-			if err == nil {
-				for _, scm := range scms {
-					if f, err := unix.ParseUnixRights(&scm); err == nil {
-						fds = append(fds, f...)
+	// read fills p (one packet on a seqpacket socket; exactly len(p) bytes on a stream),
+	// collecting the fds that arrive with it.
+	read := func(p []byte) (int, error) {
+		got := 0
+		for {
+			n, oobn, _, _, err := c.ReadMsgUnix(p[got:], oob)
+			if err != nil {
+				return got, err
+			}
+			if oobn > 0 {
+				scms, err := unix.ParseSocketControlMessage(oob[:oobn])
+				if err == nil {
+					for _, scm := range scms {
+						if f, err := unix.ParseUnixRights(&scm); err == nil {
+							fds = append(fds, f...)
+						}
 					}
 				}
 			}
+			got += n
+			if !streamWire || n == 0 || got == len(p) {
+				return got, nil
+			}
+		}
+	}
+	for {
+		var n int
+		var err error
+		if streamWire {
+			var hdr [4]byte
+			if n, err = read(hdr[:]); err == nil && n == 4 {
+				size := int(binary.BigEndian.Uint32(hdr[:]))
+				if size < 1 || size > len(buf) {
+					closeAll(fds)
+					return nil, nil, fmt.Errorf("reaper: bad packet length %d", size)
+				}
+				n, err = read(buf[:size])
+				if err == nil && n < size {
+					n = 0 // closed mid-packet
+				}
+			} else if err == nil {
+				n = 0
+			}
+		} else {
+			n, err = read(buf)
+		}
+		if err != nil {
+			closeAll(fds)
+			return nil, nil, err
 		}
 		if n == 0 {
 			closeAll(fds)

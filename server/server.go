@@ -313,23 +313,18 @@ func (s *Server) startConn(c *net.UnixConn) {
 	}()
 }
 
-// peerUID returns the uid of the process at the other end of c (SO_PEERCRED).
+// peerUID returns the uid of the process at the other end of c.
 func peerUID(c *net.UnixConn) (int, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return -1, err
 	}
-	var cred *unix.Ucred
+	uid := -1
 	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
+	if err := raw.Control(func(fd uintptr) { uid, _, cerr = peerCred(int(fd)) }); err != nil {
 		return -1, err
 	}
-	if cerr != nil {
-		return -1, fmt.Errorf("SO_PEERCRED: %w", cerr)
-	}
-	return int(cred.Uid), nil
+	return uid, cerr
 }
 
 // CheckPeer returns an error unless the peer of c runs as this process's uid. Identity

@@ -169,20 +169,18 @@ func peerPID(c *net.UnixConn) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var cred *unix.Ucred
+	var uid, pid int
 	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
+	if err := raw.Control(func(fd uintptr) { uid, pid, cerr = peerCred(int(fd)) }); err != nil {
 		return 0, err
 	}
 	if cerr != nil {
-		return 0, fmt.Errorf("SO_PEERCRED: %w", cerr)
+		return 0, cerr
 	}
-	if int(cred.Uid) != os.Getuid() {
-		return 0, fmt.Errorf("the server on the socket runs as uid %d, not as you", cred.Uid)
+	if uid != os.Getuid() {
+		return 0, fmt.Errorf("the server on the socket runs as uid %d, not as you", uid)
 	}
-	return int(cred.Pid), nil
+	return pid, nil
 }
 
 // stopServer sends SIGTERM to the server pid (which ends its sessions and removes its
@@ -191,7 +189,7 @@ func stopServer(ctx context.Context, pid int) error {
 	if pid <= 1 {
 		return fmt.Errorf("no server pid")
 	}
-	pfd, perr := unix.PidfdOpen(pid, 0)
+	pfd, perr := pidfdOpen(pid)
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		if perr == nil {
 			unix.Close(pfd)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/ptyhub/ptyhub/internal/testtool"
 )
 
 // liveHeap returns the heap bytes still reachable after a full collection.
@@ -97,6 +99,7 @@ func TestRemovedSessionsReleaseEverything(t *testing.T) {
 // descriptors in the manager (terminal master, exit watch, transcript); its raw spill is
 // created only once the output passes half the ring.
 func TestRunningSessionFDs(t *testing.T) {
+	testtool.KernelOnly(t, "it counts the pidfd each held session keeps; the portable paths hold none")
 	dir := t.TempDir()
 	m, err := NewManager(Options{StateDir: dir})
 	if err != nil {

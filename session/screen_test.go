@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/screen"
 )
 
@@ -256,6 +257,7 @@ func TestCtrlSReportedInPlainProfile(t *testing.T) {
 // reads, so it is neither echoed into the output nor recorded as visible input.
 func TestTypeaheadPasswordNotEchoed(t *testing.T) {
 	t.Parallel()
+	testtool.KernelOnly(t, "holding typeahead until the program reads the terminal needs /proc wait channels")
 	state := t.TempDir()
 	m, err := NewManager(Options{StateDir: state})
 	if err != nil {

@@ -1,3 +1,5 @@
+//go:build !ptyhub_portable
+
 package session
 
 import "golang.org/x/sys/unix"

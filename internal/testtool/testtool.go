@@ -40,3 +40,12 @@ func Missing(t testing.TB, why string) {
 	}
 	t.Skipf("%s: skipping", why)
 }
+
+// KernelOnly skips t, saying why, in a ptyhub_portable build: what it checks needs a path
+// only the Linux build has. Elsewhere it returns.
+func KernelOnly(t testing.TB, why string) {
+	t.Helper()
+	if Portable {
+		t.Skipf("kernel-only (ptyhub_portable build): %s", why)
+	}
+}

@@ -1,3 +1,5 @@
+//go:build linux || darwin || freebsd
+
 package reaper
 
 import (
@@ -11,7 +13,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -71,8 +72,8 @@ func helperMain() int {
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
 
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		fmt.Fprintf(os.Stderr, "ptyhub reaper: PR_SET_CHILD_SUBREAPER: %v\n", err)
+	if err := becomeSubreaper(); err != nil {
+		fmt.Fprintf(os.Stderr, "ptyhub reaper: %v\n", err)
 		return 1
 	}
 	// Children get fds 0-2 only: whatever the manager inherited without close-on-exec
@@ -110,7 +111,7 @@ func helperMain() int {
 		// main thread (init holds that one), to which the kernel re-parents orphans.
 		runtime.LockOSThread()
 		h.mu.Lock()
-		h.spawner = unix.Gettid()
+		h.spawner = threadID()
 		h.mu.Unlock()
 		buf, oob := make([]byte, maxPacket), make([]byte, unix.CmsgSpace(4*8))
 		for {
@@ -251,29 +252,6 @@ func (h *helper) release(m *msg) {
 	}, true)
 }
 
-// watch wakes the reaping loop as soon as the leader pid exits. A pidfd on the netpoller
-// wakes faster than SIGCHLD's trip through the runtime's signal goroutine, and costs no
-// thread while it waits. It does not reap (WNOWAIT): reap owns every wait. Ends when the
-// leader exits.
-func (h *helper) watch(pid int) {
-	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
-	if err != nil {
-		return // SIGCHLD still wakes reap
-	}
-	f := os.NewFile(uintptr(fd), "pidfd")
-	defer f.Close()
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return
-	}
-	rc.Read(func(fd uintptr) bool {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
-		return err != nil || siginfoPid(&info) != 0
-	})
-	h.reap()
-}
-
 // reap collects every child that changed state. A leader's exit goes to the manager
 // with the processes that outlived it, which are then swept aside. Held leaders are left
 // as zombies until the manager releases them (their exits are not looked for here:
@@ -287,25 +265,19 @@ func (h *helper) reap() {
 	}
 	var done []ended
 	h.mu.Lock()
-	// Stops, of any child, one waitid each: a stopped leader is continued (a held
-	// leader's exit stays for the manager to read; it is not looked for here, so an
-	// exit costs no call per leader alive).
-	for {
-		var info unix.Siginfo
-		if unix.Waitid(unix.P_ALL, 0, &info, unix.WSTOPPED|unix.WNOHANG, nil) != nil || siginfoPid(&info) == 0 {
-			break
-		}
-		if _, ok := h.leaders[int(siginfoPid(&info))]; ok {
-			h.continueStopped(int(siginfoPid(&info)), syscall.Signal(siginfoStatus(&info)))
-		}
-	}
+	// Stops of leaders: a stopped leader is continued (see collectStops).
+	h.collectStops()
 	for pid, l := range h.leaders {
 		if l.exited || l.hold {
 			continue
 		}
 		var ws unix.WaitStatus
-		wpid, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		wpid, err := unix.Wait4(pid, &ws, unix.WNOHANG|leaderWaitFlags, nil)
 		if wpid <= 0 || err != nil {
+			continue
+		}
+		if ws.Stopped() { // only with leaderWaitFlags' WUNTRACED (portable paths)
+			h.continueStopped(pid, ws.StopSignal())
 			continue
 		}
 		delete(h.leaders, pid)
@@ -314,7 +286,7 @@ func (h *helper) reap() {
 	// Orphans: every child that is not a leader.
 	kids, ok := orphanCandidates(h.self, h.spawner)
 	if !ok {
-		kids = proc.Children(h.self)
+		kids = orphans(h.self)
 	}
 	for _, c := range kids {
 		if _, isLeader := h.leaders[c]; isLeader {
@@ -332,18 +304,6 @@ func (h *helper) reap() {
 			h.wmu.Unlock()
 		}, true)
 	}
-}
-
-// hasExited reports whether leader pid has exited; a held leader's exit is looked for
-// here, when asked (it stays unreaped for the manager). Called with h.mu held.
-func (h *helper) hasExited(pid int, l *leader) bool {
-	if l.hold && !l.exited {
-		var peek unix.Siginfo
-		if unix.Waitid(unix.P_PID, pid, &peek, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil) == nil && siginfoPid(&peek) != 0 {
-			l.exited = true
-		}
-	}
-	return l.exited
 }
 
 // continueStopped does what tmux does: a stopped leader can never be resumed by anyone
@@ -381,7 +341,13 @@ func (h *helper) members(tag string) []proc.Info {
 		t, ok := h.sidTag[sid]
 		return t, ok
 	}
-	return sessionMembers(h.self, spawner, tag, leaderPid, leaderAlive, liveLeader, sidOf)
+	knownTag := func(t string) bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		_, ok := h.tags[t]
+		return ok
+	}
+	return sessionMembers(h.self, spawner, tag, leaderPid, leaderAlive, liveLeader, sidOf, knownTag)
 }
 
 // sweep ends every process of the session tagged tag (every descendant with tag ""):
@@ -402,15 +368,18 @@ func (h *helper) sweep(tag string, grace time.Duration, first func([]Survivor), 
 	if first != nil {
 		first(surv)
 	}
-	if len(found) == 0 && h.gone(tag) {
-		h.forget(tag)
-		return surv
+	finish := func() {
+		if len(found) == 0 && h.gone(tag) {
+			h.forget(tag)
+			return
+		}
+		h.escalate(tag, grace)
 	}
 	if aside {
-		go h.escalate(tag, grace)
+		go finish()
 		return surv
 	}
-	h.escalate(tag, grace)
+	finish()
 	return surv
 }
 
@@ -461,7 +430,7 @@ func (h *helper) sweepAll() {
 
 // closeOnExecAll marks every open fd above 2 close-on-exec.
 func closeOnExecAll() {
-	ents, err := os.ReadDir("/proc/self/fd")
+	ents, err := os.ReadDir(fdDir)
 	if err != nil {
 		return
 	}
@@ -470,25 +439,4 @@ func closeOnExecAll() {
 			syscall.CloseOnExec(fd)
 		}
 	}
-}
-
-// siginfoPid extracts si_pid from a siginfo filled by waitid (0: no child has exited).
-func siginfoPid(info *unix.Siginfo) int32 {
-	// si_signo, si_errno, si_code (3×int32), padding on 64-bit, then si_pid.
-	b := (*[32]byte)(unsafe.Pointer(info))
-	off := 12
-	if unsafe.Sizeof(uintptr(0)) == 8 {
-		off = 16
-	}
-	return *(*int32)(unsafe.Pointer(&b[off]))
-}
-
-// siginfoStatus extracts si_status from a siginfo filled by waitid.
-func siginfoStatus(info *unix.Siginfo) int32 {
-	b := (*[32]byte)(unsafe.Pointer(info))
-	off := 20
-	if unsafe.Sizeof(uintptr(0)) == 8 {
-		off = 24
-	}
-	return *(*int32)(unsafe.Pointer(&b[off]))
 }

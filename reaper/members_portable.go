@@ -1,0 +1,110 @@
+//go:build (linux && ptyhub_portable) || darwin || freebsd
+
+package reaper
+
+import (
+	"sync"
+
+	"github.com/ptyhub/ptyhub/proc"
+)
+
+// markerCache remembers each process incarnation's PTYHUB_SESSION entry (as read at
+// exec), so a table scan reads the environment only of processes it has not seen: a
+// sweep runs several scans, and every exit starts one.
+var markerCache struct {
+	sync.Mutex
+	m map[markerKey]string // "" when the process has none
+}
+
+type markerKey struct {
+	pid   int
+	start uint64
+}
+
+// markersOf returns the PTYHUB_SESSION entry of every live process in table, and forgets
+// processes no longer in it.
+func markersOf(table []proc.Info) map[int]string {
+	markerCache.Lock()
+	defer markerCache.Unlock()
+	old := markerCache.m
+	next := make(map[markerKey]string, len(table))
+	out := make(map[int]string, len(table))
+	for _, p := range table {
+		if p.Dead() {
+			continue
+		}
+		k := markerKey{p.PID, p.Start}
+		v, ok := old[k]
+		if !ok {
+			v, _ = proc.Getenv(p.PID, EnvSession)
+		}
+		next[k] = v
+		if v != "" {
+			out[p.PID] = v
+		}
+	}
+	markerCache.m = next
+	return out
+}
+
+// sessionMembers returns the live processes of the session tagged tag, under the reaper
+// self, without a subreaper: orphans re-parent to init, so it reads the whole process
+// table once and takes the leader's subtree (while the leader is alive), every process
+// whose session id is a leader's of that session (sidOf), and every process whose
+// environment carries PTYHUB_SESSION=tag, each with its subtree. With tag "", every
+// descendant of the reaper and every process of a session known reports as its own.
+// spawner and liveLeader are unused here. It costs O(machine): one table read, plus one environment
+// read per process not seen by an earlier scan.
+//
+// What escapes it: a process that left the session with setsid and whose environment
+// no longer carries the marker (env -i, or a program that rewrote it before exec), once
+// its parent chain to the session is broken.
+func sessionMembers(self, spawner int, tag string, leaderPid int, leaderAlive bool, liveLeader func(int) bool, sidOf func(int) (string, bool), known func(string) bool) []proc.Info {
+	table := proc.List()
+	byParent := make(map[int][]int, len(table))
+	byPid := make(map[int]proc.Info, len(table))
+	for _, p := range table {
+		byParent[p.PPID] = append(byParent[p.PPID], p.PID)
+		byPid[p.PID] = p
+	}
+	mine := func(t string) bool {
+		if tag == "" {
+			return known != nil && known(t)
+		}
+		return t == tag
+	}
+	markers := markersOf(table)
+	var roots []int
+	if tag == "" {
+		roots = append(roots, byParent[self]...)
+	} else if leaderAlive {
+		roots = append(roots, leaderPid)
+	}
+	for _, p := range table {
+		if p.Dead() || p.PID == self || p.PID <= 1 {
+			continue
+		}
+		if t, ok := sidOf(p.Sid); ok && mine(t) {
+			roots = append(roots, p.PID)
+			continue
+		}
+		if v, ok := markers[p.PID]; ok && mine(v) {
+			roots = append(roots, p.PID)
+		}
+	}
+	var out []proc.Info
+	seen := map[int]bool{}
+	for len(roots) > 0 {
+		pid := roots[len(roots)-1]
+		roots = roots[:len(roots)-1]
+		if seen[pid] || pid == self {
+			continue
+		}
+		seen[pid] = true
+		if p, ok := byPid[pid]; ok && !p.Dead() {
+			out = append(out, p)
+		}
+		roots = append(roots, byParent[pid]...)
+	}
+	return out
+}

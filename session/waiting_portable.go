@@ -1,0 +1,165 @@
+//go:build (linux && ptyhub_portable) || darwin || freebsd
+
+package session
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ptyhub/ptyhub/proc"
+	"github.com/ptyhub/ptyhub/pty"
+)
+
+// The waiting-for-input detector without wait channels (macOS, FreeBSD, and Linux built
+// with the ptyhub_portable tag): the kernel does not say which thread is blocked reading
+// the terminal, so the verdict is a heuristic, reported as "quiet". It says "maybe
+// waiting" (the caller then also requires waitQuiet of quiet output) only when all of
+// these hold:
+//   - output has settled: nothing unread at the master, nothing held by the reader
+//     goroutine, nothing unread in the hub;
+//   - every process of the terminal's foreground group (and every thread, where the OS
+//     lists thread states) sleeps: none runs, waits on disk or is stopped;
+//   - the group's CPU time has not moved for cpuWindow (where the OS reports it; macOS's
+//     kern.proc does not, so there the states alone count);
+//   - the terminal holds no input a read would take now (poll on the slave).
+//
+// It never fires while a foreground process runs, but it cannot tell a prompt from a
+// program that sleeps silently (`sleep 5`): such a call returns after waitQuiet with
+// waiting_for_input set and wait_detection "quiet". Password prompts (echo off) are
+// seen through the terminal's flags as everywhere.
+
+// cpuWindow is how long the foreground group's CPU time must stay still.
+const cpuWindow = 100 * time.Millisecond
+
+// waitState caches the detector's view between looks; used only under collectMu.
+type waitState struct {
+	pr      proc.Reader
+	visited []int
+	pgrp    int       // the group the CPU baseline is of
+	cpu     uint64    // its CPU time, unchanged since since
+	cpuSet  bool      // a baseline is taken
+	since   time.Time // when cpu was last seen to change
+}
+
+type waitVerdict uint8
+
+const (
+	waitNo waitVerdict = iota
+	waitYes
+	waitMaybe
+)
+
+const methodQuiet = "quiet"
+
+// waitDetectionAvailable says whether this platform has a waiting-for-input detector.
+const waitDetectionAvailable = true
+
+// probeWait looks once at the foreground process group of s's terminal (collectMu
+// held). It reads the process table for the session's tree and polls the terminal; it
+// changes nothing but its own cache.
+func (s *Session) probeWait() (waitVerdict, string) {
+	if !s.tty || s.isExited() || !s.outputSettled() {
+		return waitNo, ""
+	}
+	w := &s.wait
+	pgrp, err := s.master.ForegroundPgrp()
+	if err != nil || pgrp <= 0 {
+		return waitNo, ""
+	}
+	cpu, asleep, found := s.foregroundAsleep(w, pgrp)
+	if !found || !asleep {
+		w.cpuSet = false
+		return waitNo, ""
+	}
+	now := time.Now()
+	if !w.cpuSet || w.pgrp != pgrp || w.cpu != cpu {
+		w.pgrp, w.cpu, w.cpuSet, w.since = pgrp, cpu, true, now
+		return waitNo, ""
+	}
+	if now.Sub(w.since) < cpuWindow {
+		return waitNo, ""
+	}
+	if pending, ok := slaveInputPending(s.master); !ok || pending {
+		return waitNo, ""
+	}
+	if !s.outputSettled() {
+		return waitNo, ""
+	}
+	return waitMaybe, methodQuiet
+}
+
+// foregroundAsleep walks the session's tree from its leader (and the group's leader, in
+// case it escaped the tree) and reports whether every live process of group pgrp sleeps,
+// with their summed CPU time. found is false when the group has no live process.
+func (s *Session) foregroundAsleep(w *waitState, pgrp int) (cpu uint64, asleep, found bool) {
+	check := func(in proc.Info) bool {
+		found = true
+		cpu += in.CPU
+		if !in.Asleep() {
+			return false
+		}
+		if in.Threads > 1 {
+			for _, tid := range w.pr.Tasks(in.PID, in.Threads) {
+				if st, ok := w.pr.ThreadState(in.PID, tid); ok && st != 'S' && st != 'I' && st != 'Z' && st != 'X' {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	sawLeader := false
+	w.visited = append(w.visited[:0], s.pid)
+	for i := 0; i < len(w.visited) && i < maxWaitProcs; i++ {
+		pid := w.visited[i]
+		in, ok := w.pr.Stat(pid)
+		if !ok {
+			continue
+		}
+		if in.Pgid == pgrp && !in.Dead() {
+			sawLeader = sawLeader || pid == pgrp
+			if !check(in) {
+				return 0, false, true
+			}
+		}
+		w.visited = w.pr.AppendChildren(w.visited, pid, in.Threads)
+	}
+	if !sawLeader {
+		if in, ok := w.pr.Stat(pgrp); ok && in.Pgid == pgrp && !in.Dead() && !check(in) {
+			return 0, false, true
+		}
+	}
+	return cpu, true, found
+}
+
+// maxWaitProcs bounds the processes one look examines.
+const maxWaitProcs = 256
+
+// outputSettled reports whether every byte the program printed is in the hub and read by
+// the agent cursor (any cursor with settledAnyCursor; see pty.Master.ReadHold for the
+// order). Called with collectMu held.
+func (s *Session) outputSettled() bool {
+	if pending, err := s.master.OutputPending(); err != nil || pending {
+		return false
+	}
+	return !s.readHeld.Load() && (s.settledAnyCursor || s.hub.End() == s.cursor)
+}
+
+// slaveInputPending opens the slave (without making it a controlling terminal) and asks
+// whether a read would return data now.
+func slaveInputPending(m *pty.Master) (pending, ok bool) {
+	name, err := m.PeerName()
+	if err != nil {
+		return false, false
+	}
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, false
+	}
+	defer unix.Close(fd)
+	p, err := pty.PollIn(fd)
+	return p, err == nil
+}
+
+// readerAhead cannot tell without wait channels: typed input is never held.
+func (s *Session) readerAhead(*waitState) bool { return false }
