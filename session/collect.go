@@ -296,7 +296,7 @@ done:
 	if res.trunc.Truncated {
 		// The count of the bytes themselves: not of how reads split them, nor of the
 		// budget, nor of whether this collect went into flood mode.
-		res.trunc.OriginalTokens = max(cnt.tokens(), 1)
+		res.trunc.SetOriginal(max(cnt.tokens(), 1))
 	}
 	res.next = s.cursor
 	return res

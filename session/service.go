@@ -425,7 +425,7 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 		if tr.Truncated {
 			var cnt tokenCounter
 			cnt.write(raw[start:])
-			tr.OriginalTokens = max(cnt.tokens(), 1)
+			tr.SetOriginal(max(cnt.tokens(), 1))
 		}
 	} else {
 		text := strings.ToValidUTF8(string(raw), "\uFFFD")

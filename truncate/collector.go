@@ -183,10 +183,14 @@ func (c *Collector) Result() Result {
 		cut = Estimate(left[he:ts])
 	}
 	cut = max(cut, 1)
+	text, at, end := join(left[:he], cut, right[ts:])
 	r := Result{
-		Text:           join(left[:he], cut, right[ts:]),
+		Text:           text,
 		Truncated:      true,
 		OriginalTokens: kept + cut,
+		kept:           kept,
+		markAt:         at,
+		markEnd:        end,
 	}
 	r.CutFrom, r.CutTo = c.rawRange(int64(he), rightAt+int64(ts))
 	return r

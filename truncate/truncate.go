@@ -46,6 +46,23 @@ type Result struct {
 	// was cut. They are widened to whole chunks, so they may cover a few
 	// shown bytes but never miss a cut one. Both are 0 when nothing was cut.
 	CutFrom, CutTo int64
+
+	kept            int // tokens shown, when Truncated
+	markAt, markEnd int // the marker's count and words within Text, when Truncated
+}
+
+// SetOriginal sets OriginalTokens to n, a better count of the whole input than the
+// Collector's own, and makes the marker line agree with it: it then names n minus the
+// tokens shown (at least 1) as truncated. It does nothing to a Result that is not
+// truncated.
+func (r *Result) SetOriginal(n int) {
+	if !r.Truncated || r.markEnd == 0 {
+		return
+	}
+	m := marker(max(n-r.kept, 1))
+	r.Text = r.Text[:r.markAt] + m + r.Text[r.markEnd:]
+	r.markEnd = r.markAt + len(m)
+	r.OriginalTokens = n
 }
 
 // Middle truncates a whole string; its raw offsets are offsets in text.
@@ -64,17 +81,20 @@ func marker(n int) string {
 	return "…" + strconv.Itoa(n) + " tokens truncated…"
 }
 
-// join returns head, the marker line, and tail.
-func join(head string, n int, tail string) string {
+// join returns head, the marker line, and tail, and where the marker (without its line
+// ends) starts and ends in that text.
+func join(head string, n int, tail string) (text string, at, end int) {
 	var b strings.Builder
 	b.WriteString(head)
 	if head != "" && !strings.HasSuffix(head, "\n") {
 		b.WriteByte('\n')
 	}
+	at = b.Len()
 	b.WriteString(marker(n))
+	end = b.Len()
 	b.WriteByte('\n')
 	b.WriteString(tail)
-	return b.String()
+	return b.String(), at, end
 }
 
 // headCut returns where to end a head of s of at most about k tokens. more

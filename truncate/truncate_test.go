@@ -49,7 +49,7 @@ func checkCut(t *testing.T, name, orig string, budget int, r Result) {
 		t.Fatalf("%s, budget %d: %d markers in %q", name, budget, len(m), r.Text)
 	}
 	n, _ := strconv.Atoi(m[0][1])
-	if want := join(orig[:r.CutFrom], n, orig[r.CutTo:]); r.Text != want {
+	if want, _, _ := join(orig[:r.CutFrom], n, orig[r.CutTo:]); r.Text != want {
 		t.Fatalf("%s, budget %d: text is not head + marker line + tail:\n%q\nwant\n%q", name, budget, r.Text, want)
 	}
 	if utf8.ValidString(orig) && !utf8.ValidString(r.Text) {
@@ -178,5 +178,46 @@ func TestHeadTailCutUnits(t *testing.T) {
 		if got := tailCut(s, 100); s[got:] != "abc" {
 			t.Errorf("tailCut(%q) = %d", s, got)
 		}
+	}
+}
+
+// TestSetOriginal: a better count of the whole replaces the estimate, and the marker line
+// then names that count minus what is shown, so the two never contradict each other.
+func TestSetOriginal(t *testing.T) {
+	var b strings.Builder
+	for i := 1; i <= 20000; i++ {
+		b.WriteString(strconv.Itoa(i) + "\n")
+	}
+	c := NewCollector(200)
+	text := b.String()
+	for i := 0; i < len(text); i += 4096 { // in chunks, so the middle is evicted
+		j := min(i+4096, len(text))
+		c.Write([]byte(text[i:j]), int64(i), int64(j))
+	}
+	r := c.Result()
+	if !r.Truncated {
+		t.Fatal("not truncated")
+	}
+	shown := Count(r.Text[:r.markAt]) + Count(r.Text[r.markEnd+1:])
+	want := Count(text)
+	r.SetOriginal(want)
+	if r.OriginalTokens != want {
+		t.Errorf("OriginalTokens %d, want %d", r.OriginalTokens, want)
+	}
+	m := regexp.MustCompile(`…(\d+) tokens truncated…`).FindStringSubmatch(r.Text)
+	if m == nil {
+		t.Fatalf("no marker in %q", r.Text)
+	}
+	cut, _ := strconv.Atoi(m[1])
+	if cut != want-r.kept || cut+shown > want+8 || cut+shown < want-8 {
+		t.Errorf("marker says %d cut; whole %d, shown %d (kept %d)", cut, want, shown, r.kept)
+	}
+	if strings.Count(r.Text, "tokens truncated") != 1 {
+		t.Errorf("text %q", r.Text)
+	}
+	var nt Result
+	nt.SetOriginal(5) // not truncated: unchanged
+	if nt.OriginalTokens != 0 || nt.Text != "" {
+		t.Errorf("untruncated result changed: %+v", nt)
 	}
 }
