@@ -176,7 +176,7 @@ func resolveURL(name, raw string, getenv func(string) string) (Target, error) {
 		// ssh joins the remote command into one line for the remote user's shell, so the
 		// program is quoted for that shell; the URL's parts are ssh's own arguments.
 		t.Argv = append(t.Argv, dest, "--", shellQuote(remote), "dial-stdio")
-		t.Install = fmt.Sprintf("install it there ('go install github.com/ptyhub/ptyhub/cmd/ptyhub@latest' on %s), make sure a non-interactive ssh session finds it on its PATH, or set %s to its path on that host", host, EnvRemote)
+		t.Install = fmt.Sprintf("install it there ('go install ./cmd/ptyhub' in a checkout on %s, or copy a ptyhub binary there), make sure a non-interactive ssh session finds it on its PATH, or set %s to its path on that host", host, EnvRemote)
 	case "docker":
 		c := u.Host
 		if !word(c) || (u.Path != "" && u.Path != "/") || u.User != nil {
