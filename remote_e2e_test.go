@@ -9,6 +9,7 @@ import (
 	osexec "os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -174,6 +175,14 @@ func TestRemoteSSHCLI(t *testing.T) {
 	}
 	if h.serverPID() != 0 {
 		t.Error("a local server was started for a remote command")
+	}
+	// The hint for a session left running names the host, or it would reach the local server.
+	_, errs, _ := h.run("--host", s.url, "exec", "--yield", "0s", "--", "sleep", "300")
+	if m := regexp.MustCompile(`session (\d+) is still running`).FindStringSubmatch(errs); m == nil ||
+		!strings.Contains(errs, "'ptyhub --host "+s.url+" kill "+m[1]+"'") {
+		t.Errorf("exec --host left a session running and said: %q", errs)
+	} else {
+		h.ok("--host", s.url, "rm", m[1])
 	}
 
 	id, uuid := h.inDir(h.dir, "PTYHUB_HOST="+s.url).shell()

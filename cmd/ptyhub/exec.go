@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ptyhub/ptyhub/remote"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -235,8 +236,14 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		case session.BecausePattern:
 			why = "matched --wait-for and is still running"
 		}
-		fmt.Fprintf(stderr, "ptyhub exec: session %s %s: 'ptyhub attach %s' to take over, 'ptyhub kill %s' to stop it\n",
-			res.SessionID, why, res.SessionID, res.SessionID)
+		// The hint's commands reach the same server: a --host that PTYHUB_HOST does not
+		// give again is part of them.
+		me := "ptyhub"
+		if h := socket.hostSpec(ctx); h != "" && h != os.Getenv(remote.EnvHost) {
+			me += " --host " + h
+		}
+		fmt.Fprintf(stderr, "ptyhub exec: session %s %s: '%s attach %s' to take over, '%s kill %s' to stop it\n",
+			res.SessionID, why, me, res.SessionID, me, res.SessionID)
 	} else if res.State == session.StateRunning {
 		kctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, kerr := client.Kill(kctx, session.KillRequest{SessionID: res.SessionID})
