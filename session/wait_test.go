@@ -409,9 +409,9 @@ func TestCompletionEndedNotice(t *testing.T) {
 	c := wClient(t)
 	g := fifo(t)
 	bg := mustExec(t, c, session.ExecRequest{Cmd: "cat '" + g + "' >/dev/null; echo bg-done"})
-	fg := mustExec(t, c, session.ExecRequest{Cmd: "cat '" + g + "' >/dev/null; sleep 1000"})
-	_ = fg
-	release(t, g) // one of the two reads it; release again for the other
+	fg := mustExec(t, c, session.ExecRequest{Argv: []string{"sleep", "1000"}})
+	// Blocks until bg's cat has the fifo open, then lets it end (one reader only: two
+	// readers of one fifo could leave one of them waiting for ever).
 	release(t, g)
 	for {
 		r, err := c.Write(context.Background(), session.WriteRequest{SessionID: fg.SessionID, YieldTimeMs: wMs(200)})
