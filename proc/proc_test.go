@@ -3,6 +3,7 @@ package proc
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/pty"
 )
 
@@ -182,5 +184,45 @@ func TestSplitArgs(t *testing.T) {
 	}
 	if bsdState(3) != 'S' || bsdState(5) != 'Z' || bsdState(2) != 'R' || bsdState(4) != 'T' {
 		t.Fatal("bsdState")
+	}
+}
+
+// TestUsageAndDescendants: a child listening on a TCP port is found below this process,
+// its port read from its sockets, and this process's own CPU time and memory are not
+// zero.
+func TestUsageAndDescendants(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process usage and ports are read on Linux only")
+	}
+	testtool.Need(t, "python3")
+	cmd := exec.Command("python3", "-c", "import socket,sys\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen()\nprint(s.getsockname()[1], flush=True)\nsys.stdin.read()")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); cmd.Wait() }()
+	var port int
+	if _, err := fmt.Fscan(out, &port); err != nil {
+		t.Fatal(err)
+	}
+	pids := Descendants(os.Getpid(), 1000)
+	if !slices.Contains(pids, cmd.Process.Pid) {
+		t.Fatalf("Descendants(self) = %v, no child %d", pids, cmd.Process.Pid)
+	}
+	if got := Ports([]int{cmd.Process.Pid}, ListeningSockets()); !slices.Equal(got, []int{port}) {
+		t.Errorf("Ports(child) = %v, want [%d]", got, port)
+	}
+	if cpu, rss := Usage([]int{os.Getpid()}); cpu <= 0 || rss <= 0 {
+		t.Errorf("Usage(self) = %v, %d bytes; want both above zero", cpu, rss)
+	}
+	if SelfRSS() <= 0 {
+		t.Error("SelfRSS() = 0")
 	}
 }

@@ -3,11 +3,12 @@ package session
 import (
 	"slices"
 	"time"
+
+	"github.com/ptyhub/ptyhub/proc"
 )
 
 // Facts about a running session's processes for the listing: what they listen on and
-// what they cost. The per-OS part (facts_linux.go, facts_other.go) is one small API:
-// descendants, procUsage, listenSockets and listenPorts.
+// what they cost, read through package proc.
 
 // procFacts describes the processes of one session.
 type procFacts struct {
@@ -22,7 +23,7 @@ func (s *Session) members() []int {
 	if s.isExited() || s.pid <= 0 {
 		return nil
 	}
-	pids := descendants(s.pid, 256)
+	pids := proc.Descendants(s.pid, 256)
 	if s.m.reaper != nil {
 		// Orphans the reaper adopted (daemons, jobs of a shell that exited).
 		for _, p := range s.m.reaper.Survivors(s.uuid) {
@@ -35,21 +36,21 @@ func (s *Session) members() []int {
 }
 
 // facts gathers procFacts of s; socks maps a listening socket's inode to its port (see
-// listenSockets), read once per listing.
-func (s *Session) facts(socks map[uint64]int) procFacts {
+// proc.ListeningSockets), read once per listing.
+func (s *Session) facts(socks proc.Sockets) procFacts {
 	pids := s.members()
 	if len(pids) == 0 {
 		return procFacts{}
 	}
 	var f procFacts
-	f.cpu, f.rss = procUsage(pids)
-	f.ports = listenPorts(pids, socks)
+	f.cpu, f.rss = proc.Usage(pids)
+	f.ports = proc.Ports(pids, socks)
 	return f
 }
 
 // addFacts fills the listing's facts of s: its processes' ports, CPU and memory, the
 // time since its last output, and whether it waits for input.
-func (s *Session) addFacts(info *Info, socks map[uint64]int, now time.Time) {
+func (s *Session) addFacts(info *Info, socks proc.Sockets, now time.Time) {
 	var quiet time.Duration
 	if last := s.lastOutputAt(); !last.IsZero() {
 		quiet = now.Sub(last)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+
+	"github.com/ptyhub/ptyhub/proc"
 )
 
 // Resource limits of the manager's own process. A session costs the manager three file
@@ -113,6 +115,6 @@ func (m *Manager) Stats() Stats {
 	m.mu.Unlock()
 	st.FDs, _ = openFDs()
 	st.FDLimit, _ = fdLimit()
-	st.RSSBytes = residentBytes()
+	st.RSSBytes = proc.SelfRSS()
 	return st
 }

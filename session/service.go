@@ -504,10 +504,10 @@ func (c *Client) List(ctx context.Context) (*ListResult, error) {
 	sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
 	out := &ListResult{Sessions: make([]Info, 0, len(all))}
 	now := time.Now()
-	var socks map[uint64]int
+	var socks proc.Sockets
 	for _, s := range all {
 		if !s.isExited() {
-			socks = listenSockets()
+			socks = proc.ListeningSockets()
 			break
 		}
 	}

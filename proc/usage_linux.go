@@ -1,4 +1,4 @@
-package session
+package proc
 
 import (
 	"bufio"
@@ -14,9 +14,7 @@ import (
 // architecture Go supports).
 const clockTick = 10 * time.Millisecond
 
-// procUsage sums the CPU time (utime + stime) and resident set size of pids, from
-// /proc/PID/stat. Processes that vanish while it reads count as nothing.
-func procUsage(pids []int) (cpu time.Duration, rss int64) {
+func usage(pids []int) (cpu time.Duration, rss int64) {
 	page := int64(os.Getpagesize())
 	for _, pid := range pids {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -42,10 +40,8 @@ func procUsage(pids []int) (cpu time.Duration, rss int64) {
 	return cpu, rss
 }
 
-// listenSockets reads the TCP sockets in LISTEN state of this network namespace
-// (/proc/net/tcp and tcp6): inode → local port.
-func listenSockets() map[uint64]int {
-	out := map[uint64]int{}
+func listeningSockets() Sockets {
+	out := Sockets{}
 	for _, name := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		f, err := os.Open(name)
 		if err != nil {
@@ -74,13 +70,11 @@ func listenSockets() map[uint64]int {
 	return out
 }
 
-// listenPorts returns the ports of socks that one of pids holds open (its fds link to
-// "socket:[INODE]"), sorted, without duplicates.
-func listenPorts(pids []int, socks map[uint64]int) []int {
+func ports(pids []int, socks Sockets) []int {
 	if len(socks) == 0 {
 		return nil
 	}
-	var ports []int
+	var out []int
 	for _, pid := range pids {
 		dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
 		ents, err := os.ReadDir(dir)
@@ -96,36 +90,24 @@ func listenPorts(pids []int, socks map[uint64]int) []int {
 			if err != nil {
 				continue
 			}
-			if p, ok := socks[inode]; ok && !slices.Contains(ports, p) {
-				ports = append(ports, p)
+			if p, ok := socks[inode]; ok && !slices.Contains(out, p) {
+				out = append(out, p)
 			}
 		}
 	}
-	slices.Sort(ports)
-	return ports
+	slices.Sort(out)
+	return out
 }
 
-// descendants returns pid and the processes below it (children of every thread, from
-// /proc/PID/task/TID/children), at most max of them.
-func descendants(pid, max int) []int {
-	out := []int{pid}
-	for i := 0; i < len(out) && len(out) < max; i++ {
-		dir := "/proc/" + strconv.Itoa(out[i]) + "/task/"
-		tasks, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, t := range tasks {
-			b, err := os.ReadFile(dir + t.Name() + "/children")
-			if err != nil {
-				continue
-			}
-			for _, f := range strings.Fields(string(b)) {
-				if c, err := strconv.Atoi(f); err == nil && !slices.Contains(out, c) && len(out) < max {
-					out = append(out, c)
-				}
-			}
-		}
+func selfRSS() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
 	}
-	return out
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
 }
