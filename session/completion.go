@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"os"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ptyhub/ptyhub/termtext"
 	"github.com/ptyhub/ptyhub/transcript"
@@ -45,16 +47,25 @@ type textLog struct {
 	text    []byte
 	sum     hash.Hash
 	lines   int64
-	lost    bool // output was lost before the log saw it: no digest
-	failed  bool // the log file could not be written
+	lost    bool  // output was lost before the log saw it: no digest
+	failed  bool  // the log file could not be written
+	cap     int64 // text bytes the file may hold (the transcript's cap)
+	size    int64 // text bytes written or pending
+	dropped int64 // text bytes not written past cap
+	midLine bool  // the text written so far ends inside a line
 }
 
 // logChunk is how much text a textLog gathers before it appends to the file.
 const logChunk = 64 << 10
 
 // newTextLog returns the log of session uuid beside the transcript in dir (mode 0600).
-func newTextLog(dir, uuid string) *textLog {
-	return &textLog{sum: sha256.New(), path: transcript.LogPath(dir, uuid)}
+// Past limit bytes of text (transcript.DefaultCap when not positive) it stops writing
+// and ends the file with a line that says how much was left out; counts and digest go on.
+func newTextLog(dir, uuid string, limit int64) *textLog {
+	if limit <= 0 {
+		limit = transcript.DefaultCap
+	}
+	return &textLog{sum: sha256.New(), path: transcript.LogPath(dir, uuid), cap: limit}
 }
 
 // output takes raw output bytes, in order.
@@ -75,6 +86,23 @@ func (l *textLog) put(text []byte) {
 	l.lines += int64(bytes.Count(text, []byte{'\n'}))
 	if l.failed {
 		return
+	}
+	if room := l.cap - l.size; int64(len(text)) > room {
+		keep := max(room, 0)
+		// End on a line (or at least a character) boundary.
+		if i := bytes.LastIndexByte(text[:keep], '\n'); i >= 0 {
+			keep = int64(i + 1)
+		} else {
+			for keep > 0 && !utf8.RuneStart(text[keep]) {
+				keep--
+			}
+		}
+		l.dropped += int64(len(text)) - keep
+		text = text[:keep]
+	}
+	l.size += int64(len(text))
+	if len(text) > 0 {
+		l.midLine = text[len(text)-1] != '\n'
 	}
 	l.pend = append(l.pend, text...)
 	if len(l.pend) >= logChunk {
@@ -112,6 +140,12 @@ func (l *textLog) close() {
 		text = append(text, '\n')
 	}
 	l.put(text)
+	if l.dropped > 0 && !l.failed {
+		if l.midLine {
+			l.pend = append(l.pend, '\n')
+		}
+		l.pend = fmt.Appendf(l.pend, "[ptyhub: %d more bytes of text not logged past the %d-byte cap]\n", l.dropped, l.cap)
+	}
 	l.flush()
 	l.pend = nil
 }

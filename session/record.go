@@ -338,7 +338,7 @@ func (r *recorder) run(dir string, h transcript.Header) {
 	}
 	r.w = w
 	close(r.ready)
-	tl := newTextLog(dir, r.s.uuid)
+	tl := newTextLog(dir, r.s.uuid, r.s.m.opts.RecordCap)
 	r.maybePrune(dir)
 	hub := r.s.hub
 	// The copy buffer is borrowed from readBufs while there is output to copy and given
