@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/session"
 	"github.com/ptyhub/ptyhub/termtext"
 	"github.com/ptyhub/ptyhub/truncate"
@@ -417,13 +418,7 @@ func TestCLIReadRange(t *testing.T) {
 // the official TypeScript MCP client (testdata/mcpclient/client.mjs, scenario "contract").
 func TestMCPContract(t *testing.T) {
 	t.Parallel()
-	node, err := osexec.LookPath("node")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("node is not installed; the TypeScript MCP client test needs Node.js 18 or later")
-		}
-		t.Skip("node is not installed: skipping the TypeScript MCP client test")
-	}
+	node := testtool.Path(t, "node") // Node.js 18 or later runs the TypeScript MCP client
 	dir := e2eClientDir(t)
 	bin := e2eBuildPtyhub(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

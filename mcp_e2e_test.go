@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ptyhub/ptyhub/internal/testtool"
 )
 
 // TestMCPTypeScriptClient runs `ptyhub mcp` under the official TypeScript MCP client
@@ -26,13 +28,7 @@ import (
 // dir. Without node the test is skipped, except under CI=true, where it fails.
 func TestMCPTypeScriptClient(t *testing.T) {
 	t.Parallel()
-	node, err := osexec.LookPath("node")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("node is not installed; the TypeScript MCP client test needs Node.js 18 or later")
-		}
-		t.Skip("node is not installed: skipping the TypeScript MCP client test")
-	}
+	node := testtool.Path(t, "node") // Node.js 18 or later runs the TypeScript MCP client
 	dir := e2eClientDir(t)
 	bin := e2eBuildPtyhub(t)
 
@@ -262,13 +258,7 @@ func e2eWaitGone(t *testing.T, what string, list func() []int) {
 // workdirs resolve against that directory; --embedded follows the same rules.
 func TestMCPCallers(t *testing.T) {
 	t.Parallel()
-	node, err := osexec.LookPath("node")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("node is not installed; the TypeScript MCP client test needs Node.js 18 or later")
-		}
-		t.Skip("node is not installed: skipping the TypeScript MCP client test")
-	}
+	node := testtool.Path(t, "node") // Node.js 18 or later runs the TypeScript MCP client
 	dir := e2eClientDir(t)
 	bin := e2eBuildPtyhub(t)
 	sv := svNew(t)

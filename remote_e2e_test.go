@@ -208,24 +208,8 @@ func TestRemoteSSHCLI(t *testing.T) {
 	tm.typ("stty size; echo att-$((1+1))\r")
 	tm.waitFor(off, "30 100")
 	off = tm.waitFor(off, "att-2")
-	// A window resize travels over ssh too; the shell sees it once it arrived.
-	if err := tm.master.SetSize(40, 120); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; ; i++ {
-		tm.typ("stty size\r")
-		n := tm.waitFor(off, "$ ")
-		tm.mu.Lock()
-		got := strings.Contains(tm.screen.String()[off:n], "40 120")
-		tm.mu.Unlock()
-		off = n
-		if got {
-			break
-		}
-		if i == 200 {
-			t.Fatal("the remote session's size never followed the terminal")
-		}
-	}
+	// A window resize travels over ssh too.
+	tm.resize(off, 40, 120)
 	tm.typ("\x1d")
 	if code := tm.wait(); code != 0 {
 		t.Errorf("attach exited %d", code)

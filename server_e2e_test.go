@@ -236,6 +236,31 @@ func (tm *svTerm) waitFor(from int, want string) int {
 	}
 }
 
+// resize resizes the terminal (the kernel sends SIGWINCH to ptyhub attach) and returns,
+// with the offset past it, once the shell of the attached session reports the new size
+// (`stty size`, asked again after each prompt: the resize travels asynchronously).
+func (tm *svTerm) resize(off, rows, cols int) int {
+	tm.t.Helper()
+	if err := tm.master.SetSize(rows, cols); err != nil {
+		tm.t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d %d", rows, cols)
+	for i := 0; ; i++ {
+		tm.typ("stty size\r")
+		n := tm.waitFor(off, "$ ")
+		tm.mu.Lock()
+		got := strings.Contains(tm.screen.String()[off:n], want)
+		tm.mu.Unlock()
+		off = n
+		if got {
+			return off
+		}
+		if i == 200 {
+			tm.t.Fatalf("the session's size never followed the terminal to %s", want)
+		}
+	}
+}
+
 // typ types s at the terminal.
 func (tm *svTerm) typ(s string) {
 	tm.t.Helper()
@@ -385,25 +410,8 @@ func TestServerAttach(t *testing.T) {
 	off = n
 	tm.typ("stty size\r")
 	off = tm.waitFor(off, "30 100")
-	// The user resizes the window: the kernel sends SIGWINCH to ptyhub attach.
-	if err := tm.master.SetSize(40, 120); err != nil {
-		t.Fatal(err)
-	}
-	// The resize travels asynchronously; the shell sees it once ptyhub applied it.
-	for i := 0; ; i++ {
-		tm.typ("stty size\r")
-		n := tm.waitFor(off, "$ ")
-		tm.mu.Lock()
-		got := strings.Contains(tm.screen.String()[off:n], "40 120")
-		tm.mu.Unlock()
-		off = n
-		if got {
-			break
-		}
-		if i == 200 {
-			t.Fatal("the session size never followed the terminal")
-		}
-	}
+	// The user resizes the window.
+	off = tm.resize(off, 40, 120)
 	tm.typ("\x1d") // ctrl-]
 	if code := tm.wait(); code != 0 {
 		t.Errorf("attach exit status %d", code)

@@ -20,6 +20,17 @@ func Need(t testing.TB, progs ...string) {
 	}
 }
 
+// Path returns the path of prog on PATH; when it is missing it skips t, or fails it
+// when CI=true.
+func Path(t testing.TB, prog string) string {
+	t.Helper()
+	p, err := exec.LookPath(prog)
+	if err != nil {
+		Missing(t, prog+" is not installed")
+	}
+	return p
+}
+
 // NeedPython returns when python3 can import every module in mods; otherwise it skips t,
 // or fails it when CI=true.
 func NeedPython(t testing.TB, mods ...string) {
