@@ -322,17 +322,35 @@ func (m *Multi) host(name string) (*Host, error) {
 // route splits a session id into the service that has it and its id there. An id whose
 // part before the last ':' names no host (a local session's name may hold a ':') is
 // this machine's.
-func (m *Multi) route(id string) (session.Service, string, string, error) {
+func (m *Multi) route(id string) (svc session.Service, name, rest string) {
 	i := strings.LastIndex(id, Sep)
 	if i <= 0 {
-		return m.Local, "", id, nil
+		return m.Local, "", id
 	}
-	name := id[:i]
+	name = id[:i]
 	h, err := m.host(name)
 	if err != nil {
-		return m.Local, "", id, nil
+		return m.Local, "", id
 	}
-	return h, name, id[i+1:], nil
+	return h, name, id[i+1:]
+}
+
+// at routes *id (setting it to the id on its machine) for a call about one session, and
+// starts refreshing the other machines' ended sessions.
+func (m *Multi) at(id *string) (svc session.Service, name string) {
+	svc, name, *id = m.route(*id)
+	m.refresh(name)
+	return svc, name
+}
+
+// finish puts machine name back on the session id and notices of a routed call's result
+// and adds the other machines' ended sessions learnt meanwhile.
+func (m *Multi) finish(name string, id *string, n *session.Notices) {
+	if name != "" {
+		*id = prefix(name, *id)
+		prefixNotices(name, n)
+	}
+	m.drain(n)
 }
 
 func prefix(name, id string) string {
@@ -346,14 +364,6 @@ func prefixNotices(name string, n *session.Notices) {
 	for i := range n.EndedSinceLastCall {
 		n.EndedSinceLastCall[i].SessionID = prefix(name, n.EndedSinceLastCall[i].SessionID)
 	}
-}
-
-func prefixResult(name string, r *session.Result) {
-	if r == nil || name == "" {
-		return
-	}
-	r.SessionID = prefix(name, r.SessionID)
-	prefixNotices(name, &r.Notices)
 }
 
 // Exec implements session.Service.
@@ -376,79 +386,48 @@ func (m *Multi) Exec(ctx context.Context, req session.ExecRequest) (*session.Res
 	}
 	m.refresh(name)
 	r, err := svc.Exec(ctx, req)
-	prefixResult(name, r)
 	if r != nil {
-		m.drain(&r.Notices)
+		m.finish(name, &r.SessionID, &r.Notices)
 	}
 	return r, err
 }
 
 // Write implements session.Service.
 func (m *Multi) Write(ctx context.Context, req session.WriteRequest) (*session.Result, error) {
-	svc, name, id, err := m.route(req.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	req.SessionID = id
-	m.refresh(name)
+	svc, name := m.at(&req.SessionID)
 	r, err := svc.Write(ctx, req)
-	prefixResult(name, r)
 	if r != nil {
-		m.drain(&r.Notices)
+		m.finish(name, &r.SessionID, &r.Notices)
 	}
 	return r, err
 }
 
 // Read implements session.Service.
 func (m *Multi) Read(ctx context.Context, req session.ReadRequest) (*session.Result, error) {
-	svc, name, id, err := m.route(req.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	req.SessionID = id
-	m.refresh(name)
+	svc, name := m.at(&req.SessionID)
 	r, err := svc.Read(ctx, req)
-	prefixResult(name, r)
 	if r != nil {
-		m.drain(&r.Notices)
+		m.finish(name, &r.SessionID, &r.Notices)
 	}
 	return r, err
 }
 
 // Kill implements session.Service.
 func (m *Multi) Kill(ctx context.Context, req session.KillRequest) (*session.KillResult, error) {
-	svc, name, id, err := m.route(req.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	req.SessionID = id
-	m.refresh(name)
+	svc, name := m.at(&req.SessionID)
 	r, err := svc.Kill(ctx, req)
-	if r != nil && name != "" {
-		r.SessionID = prefix(name, r.SessionID)
-		prefixNotices(name, &r.Notices)
-	}
 	if r != nil {
-		m.drain(&r.Notices)
+		m.finish(name, &r.SessionID, &r.Notices)
 	}
 	return r, err
 }
 
 // Resize implements session.Service.
 func (m *Multi) Resize(ctx context.Context, req session.ResizeRequest) (*session.ResizeResult, error) {
-	svc, name, id, err := m.route(req.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	req.SessionID = id
-	m.refresh(name)
+	svc, name := m.at(&req.SessionID)
 	r, err := svc.Resize(ctx, req)
-	if r != nil && name != "" {
-		r.SessionID = prefix(name, r.SessionID)
-		prefixNotices(name, &r.Notices)
-	}
 	if r != nil {
-		m.drain(&r.Notices)
+		m.finish(name, &r.SessionID, &r.Notices)
 	}
 	return r, err
 }
@@ -484,17 +463,15 @@ func (m *Multi) Wait(ctx context.Context, req session.WaitRequest) (*session.Wai
 		}
 	}
 	for _, full := range req.SessionIDs {
-		svc, name, id, err := m.route(full)
-		if err != nil {
-			return nil, err
-		}
+		svc, name, id := m.route(full)
 		add(name, svc, id)
 	}
 	fix := func(name string, r *session.WaitResult) {
 		if r == nil || name == "" {
 			return
 		}
-		prefixResult(name, &r.Result)
+		r.SessionID = prefix(name, r.SessionID)
+		prefixNotices(name, &r.Notices)
 		for i := range r.Others {
 			r.Others[i].SessionID = prefix(name, r.Others[i].SessionID)
 		}
