@@ -43,15 +43,15 @@ func sessionOf(uri string) (id string, screen, ok bool) {
 type resources struct {
 	s *Server
 
-	mu      sync.Mutex
-	subs    map[string]bool   // subscribed session ids
-	states  map[string]string // listed session id → its last known state
-	waiting map[string]bool   // sessions whose subscribers heard they wait for input
-	kick    chan struct{}     // capacity 1: the subscriptions changed
+	mu     sync.Mutex
+	subs   map[string]bool               // subscribed session ids
+	states map[string]string             // listed session id → its last known state
+	heard  map[string]session.WatchEvent // sessions whose subscribers heard they wait for input
+	kick   chan struct{}                 // capacity 1: the subscriptions changed
 }
 
 func newResources(s *Server) *resources {
-	return &resources{s: s, subs: map[string]bool{}, states: map[string]string{}, waiting: map[string]bool{}, kick: make(chan struct{}, 1)}
+	return &resources{s: s, subs: map[string]bool{}, states: map[string]string{}, heard: map[string]session.WatchEvent{}, kick: make(chan struct{}, 1)}
 }
 
 func (r *resources) poke() {
@@ -92,12 +92,13 @@ func (r *resources) run(ctx context.Context) {
 	first := true
 	for ctx.Err() == nil {
 		r.mu.Lock()
-		var ids, waiting []string
+		var ids []string
+		var heard []session.WatchEvent
 		for id := range r.subs {
 			if r.states[id] == session.StateRunning {
 				ids = append(ids, id)
-				if r.waiting[id] {
-					waiting = append(waiting, id)
+				if e, ok := r.heard[id]; ok {
+					heard = append(heard, e)
 				}
 			}
 		}
@@ -116,7 +117,7 @@ func (r *resources) run(ctx context.Context) {
 		if first {
 			since = ^uint64(0) // answers at once with the current generation
 		}
-		res, err := r.s.svc.Watch(wctx, session.WatchRequest{Since: since, SessionIDs: ids, Waiting: waiting})
+		res, err := r.s.svc.Watch(wctx, session.WatchRequest{Since: since, SessionIDs: ids, Heard: heard})
 		close(stop)
 		cancel()
 		if ctx.Err() != nil {
@@ -135,7 +136,7 @@ func (r *resources) run(ctx context.Context) {
 		}
 		for _, ev := range res.Events {
 			r.mu.Lock()
-			r.waiting[ev.SessionID] = true
+			r.heard[ev.SessionID] = ev
 			r.mu.Unlock()
 			r.s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: sessionURI(ev.SessionID)})
 		}
@@ -171,7 +172,7 @@ func (r *resources) sync(ctx context.Context, res *session.WatchResult) {
 		}
 		delete(r.states, id)
 		delete(r.subs, id)
-		delete(r.waiting, id)
+		delete(r.heard, id)
 	}
 	if res.Delta {
 		for _, id := range res.Removed {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"regexp"
-	"runtime"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -23,19 +22,6 @@ const (
 	rawBatch  = 64 << 10
 	floodWake = 2 * time.Millisecond
 )
-
-// waitBackoff is how long collect waits between two looks at whether the program waits
-// for input while it prints nothing (nothing else would wake collect when a program
-// blocks silently): the first look is at once when output stops, then these gaps, the
-// last one repeating. A look costs a few /proc reads (tens of µs).
-// waitSpin is how long collect keeps looking, without a timer, right after output
-// stops (see its use).
-const waitSpin = 250 * time.Microsecond
-
-var waitBackoff = [...]time.Duration{
-	200 * time.Microsecond, 500 * time.Microsecond, time.Millisecond,
-	2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond,
-}
 
 const (
 	// waitQuiet is how long output must have been quiet before a waitMaybe verdict (the
@@ -102,18 +88,15 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	eof := false
 	news := false // output arrived in this call
 
-	// Looks at whether the program waits for input (tty sessions on Linux only): at once,
-	// then backing off while nothing is printed; poll wakes collect for the next one.
+	// Looks at whether the program waits for input (tty sessions only), paced by looks;
+	// pollC wakes collect for the next one.
 	detect := s.tty && waitDetectionAvailable
-	var poll *time.Timer
+	var looks *lookSchedule
 	var pollC <-chan time.Time
-	start := time.Now()
-	lastOut, nextLook, step := start, start, 0
 	if detect {
-		poll = time.NewTimer(time.Hour)
-		poll.Stop()
-		defer poll.Stop()
-		pollC = poll.C
+		looks = newLookSchedule(time.Now())
+		defer looks.stop()
+		pollC = looks.C
 	}
 
 	// In flood mode the collector is woken per rawBatch bytes (or after floodWake), not
@@ -215,31 +198,18 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 		if detect && !eof && !s.isExited() && (news || !o.needNews) {
 			now := time.Now()
 			if fresh {
-				// New output: look at once. During a flood a look stops at its first,
-				// cheap step (output not settled: one poll(2)).
-				step, nextLook, lastOut = 0, now, now
+				looks.output(now)
 			}
-			if !now.Before(nextLook) {
-				ok, method := s.waitingForInput(now.Sub(lastOut))
-				if !ok && step == 0 {
-					// Right after output the program is usually microseconds from blocking
-					// (a REPL prints its prompt, then reads), and a timer fires no sooner
-					// than about a millisecond here: look again at once, yielding the
-					// processor between looks, for a short while, unless more output comes.
-					for end := now.Add(waitSpin); !ok && time.Now().Before(end) && s.hub.End() == s.cursor; {
-						runtime.Gosched()
-						ok, method = s.waitingForInput(time.Since(lastOut))
-					}
-				}
-				if ok {
-					res.because = BecauseWaitingForInput
-					res.waitMethod = method
-					break
-				}
-				nextLook = now.Add(waitBackoff[step])
-				step = min(step+1, len(waitBackoff)-1)
+			var method string
+			if looks.look(now, func() bool { return s.hub.End() == s.cursor }, func(quiet time.Duration) bool {
+				var ok bool
+				ok, method = s.waitingForInput(quiet)
+				return ok
+			}) {
+				res.because = BecauseWaitingForInput
+				res.waitMethod = method
+				break
 			}
-			poll.Reset(time.Until(nextLook))
 		}
 		if !time.Now().Before(o.deadline) {
 			res.because = BecauseDeadline
@@ -369,28 +339,4 @@ func convertLines(conv *termtext.Converter, coll *truncate.Collector, dst, raw [
 		raw, start = raw[n:], end
 	}
 	return dst
-}
-
-// waitingForInput reports whether the program in the foreground is blocked reading the
-// terminal and its output has settled (SPEC §3.3 case 2), and how that was decided
-// (Result.WaitDetection). quietFor is how long no output has arrived. Called with
-// collectMu held; it only reads /proc and polls, and changes nothing. See
-// waiting_linux.go for the method; other platforms never report waiting.
-func (s *Session) waitingForInput(quietFor time.Duration) (bool, string) {
-	if s.writing.Load() > 0 {
-		return false, "" // our own input (or a query's answer) is on its way to the program
-	}
-	if s.scr != nil && s.scr.m.AnsweredTo() < s.hub.End() {
-		// A terminal query in the output may not be answered yet: the program waits for
-		// ptyhub's answer, not for the agent. (Once answered, the answer sits in writing
-		// and then in the terminal's input queue, which the look below sees.)
-		return false, ""
-	}
-	switch v, method := s.probeWait(); v {
-	case waitYes:
-		return true, method
-	case waitMaybe:
-		return quietFor >= waitQuiet, method
-	}
-	return false, ""
 }

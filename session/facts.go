@@ -65,6 +65,7 @@ func (s *Session) addFacts(info *Info, socks proc.Sockets, now time.Time) {
 	f := s.facts(socks)
 	info.Ports, info.CPUMs, info.RSSBytes = f.ports, f.cpu.Milliseconds(), f.rss
 	if s.tty && waitDetectionAvailable {
-		info.WaitingForInput, _ = s.lookWaiting(quiet)
+		v, _ := s.lookWaiting(quiet)
+		info.WaitingForInput = v == waitYes
 	}
 }

@@ -68,6 +68,7 @@ type Session struct {
 	lineFrom  int64 // raw offset where the converter's unfinished line began
 
 	writing atomic.Int64 // bytes queued or being written
+	typed   atomic.Int64 // input jobs queued so far (keys, text, EOF): news for a watch (watch.go)
 
 	// readHeld is true while the reader holds bytes taken from the master that are not
 	// yet in the hub (pty.Master.ReadHold); the waiting-for-input detector reads it.
@@ -321,6 +322,7 @@ func (s *Session) enqueueJob(job *writeJob) (*writeJob, error) {
 	default:
 	}
 	s.writing.Add(int64(len(data)))
+	s.typed.Add(1)
 	s.queue = append(s.queue, job)
 	s.qmu.Unlock()
 	select {

@@ -58,8 +58,19 @@ type WaitResult struct {
 
 // waitEvents is the set of events a wait counts. Waiting for input counts when it is
 // news: by default with output the agent has not read or after the program was seen busy
-// during this watch; with onlyNews only the latter; with always at once.
-type waitEvents struct{ exit, waiting, pattern, onlyNews, always bool }
+// during this watch; with heard only after the session's mark moved or it was seen busy;
+// with always at once.
+type waitEvents struct {
+	exit, waiting, pattern, always bool
+	// heard, when set, is the session's mark when the watcher last heard it wait: waiting
+	// counts only once the mark moved, or the program was seen busy.
+	heard *watchMark
+	// mark, when set, receives the session's mark taken before the look that found it
+	// waiting.
+	mark *watchMark
+	// looked, when set, is called with the verdict of each look (tests).
+	looked func(waitVerdict)
+}
 
 func parseUntil(until []string, pattern bool) (waitEvents, error) {
 	if len(until) == 0 {
@@ -157,10 +168,6 @@ func (c *Client) Wait(ctx context.Context, req WaitRequest) (*WaitResult, error)
 	re, err := compilePattern(req.WaitFor)
 	if err != nil {
 		return nil, err
-	}
-	if re != nil {
-		// Matched per line: ^ and $ at line boundaries.
-		re = regexp.MustCompile("(?m)" + req.WaitFor)
 	}
 	events, err := parseUntil(req.Until, re != nil)
 	if err != nil {
@@ -301,15 +308,12 @@ func (s *Session) watch(ctx context.Context, ev waitEvents, re *regexp.Regexp) s
 		buf = make([]byte, 32<<10)
 	}
 	detect := ev.waiting && s.tty && waitDetectionAvailable
-	var poll *time.Timer
+	var looks *lookSchedule
 	var pollC <-chan time.Time
-	start := time.Now()
-	lastOut, nextLook, step := start, start, 0
 	if detect {
-		poll = time.NewTimer(time.Hour)
-		poll.Stop()
-		defer poll.Stop()
-		pollC = poll.C
+		looks = newLookSchedule(time.Now())
+		defer looks.stop()
+		pollC = looks.C
 	}
 	seenBusy := false
 	first := true
@@ -351,6 +355,7 @@ func (s *Session) watch(ctx context.Context, ev waitEvents, re *regexp.Regexp) s
 		if lm != nil && (matched || (fresh || first) && lm.matchPending(conv.Pending())) {
 			return BecausePattern
 		}
+		initial := first
 		first = false
 		if eof {
 			notify = nil // the hub's channel is always ready once it is closed
@@ -358,21 +363,33 @@ func (s *Session) watch(ctx context.Context, ev waitEvents, re *regexp.Regexp) s
 		if detect && !eof && !s.isExited() {
 			now := time.Now()
 			if fresh {
-				step, nextLook, lastOut = 0, now, now
-				seenBusy = true
+				looks.output(now)
+				// Output printed during this watch shows the program busy; catching up
+				// with output that was there before it began does not.
+				seenBusy = seenBusy || !initial
 			}
-			if !now.Before(nextLook) {
-				waiting, unread := s.lookWaiting(now.Sub(lastOut))
-				if waiting && (ev.always || unread && !ev.onlyNews || seenBusy) {
-					return BecauseWaitingForInput
+			if looks.look(now, func() bool { return s.hub.End() == off }, func(quiet time.Duration) bool {
+				mark := s.markNow()
+				v, unread := s.lookWaiting(quiet)
+				if ev.looked != nil {
+					ev.looked(v)
 				}
-				if !waiting {
+				if v == waitNo {
 					seenBusy = true
 				}
-				nextLook = now.Add(waitBackoff[step])
-				step = min(step+1, len(waitBackoff)-1)
+				var news bool
+				if ev.heard != nil {
+					news = seenBusy || mark != *ev.heard
+				} else {
+					news = ev.always || unread || seenBusy
+				}
+				if v == waitYes && news && ev.mark != nil {
+					*ev.mark = mark
+				}
+				return v == waitYes && news
+			}) {
+				return BecauseWaitingForInput
 			}
-			poll.Reset(time.Until(nextLook))
 		}
 		exited := s.exited
 		if s.isExited() {
@@ -389,17 +406,17 @@ func (s *Session) watch(ctx context.Context, ev waitEvents, re *regexp.Regexp) s
 }
 
 // lookWaiting looks once whether s waits for input, with output the agent has not read
-// allowed, and says whether there is such output. A look is skipped (not waiting) while
-// a call of the agent is collecting from s: that call will see it.
-func (s *Session) lookWaiting(quietFor time.Duration) (waiting, unread bool) {
+// allowed (lookVerdict), and says whether there is such output. A look is skipped
+// (waitUnsure) while a call of the agent is collecting from s: that call will see it.
+func (s *Session) lookWaiting(quietFor time.Duration) (v waitVerdict, unread bool) {
 	if !s.collectMu.TryLock() {
-		return false, false
+		return waitUnsure, false
 	}
 	defer s.collectMu.Unlock()
 	s.settledAnyCursor = true
-	waiting, _ = s.waitingForInput(quietFor)
+	v, _ = s.lookVerdict(quietFor)
 	s.settledAnyCursor = false
-	return waiting, s.cursor < s.hub.End()
+	return v, s.cursor < s.hub.End()
 }
 
 // Text renders a wait result: which session and why (as a write_stdin result of it),

@@ -56,15 +56,6 @@ type waitState struct {
 	visited []int // scratch for the process walk
 }
 
-// waitVerdict is the outcome of one look at the terminal's foreground.
-type waitVerdict uint8
-
-const (
-	waitNo    waitVerdict = iota
-	waitYes               // the kernel says the program waits for the terminal
-	waitMaybe             // the kernel cannot tell: require quiet output
-)
-
 // Detection methods reported in Result.WaitDetection.
 const (
 	methodRead  = "tty_read"
@@ -109,7 +100,7 @@ func (s *Session) probeWait() (waitVerdict, string) {
 	}
 	pgrp, err := s.master.ForegroundPgrp()
 	if err != nil || pgrp <= 0 {
-		return waitNo, ""
+		return waitUnsure, ""
 	}
 	sc := s.scanForeground(pgrp)
 	if sc.busy || !sc.found && !sc.maybe {

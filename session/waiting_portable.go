@@ -42,14 +42,6 @@ type waitState struct {
 	since   time.Time // when cpu was last seen to change
 }
 
-type waitVerdict uint8
-
-const (
-	waitNo waitVerdict = iota
-	waitYes
-	waitMaybe
-)
-
 const methodQuiet = "quiet"
 
 // waitDetectionAvailable says whether this platform has a waiting-for-input detector.
@@ -65,7 +57,7 @@ func (s *Session) probeWait() (waitVerdict, string) {
 	w := &s.wait
 	pgrp, err := s.master.ForegroundPgrp()
 	if err != nil || pgrp <= 0 {
-		return waitNo, ""
+		return waitUnsure, ""
 	}
 	cpu, asleep, found := s.foregroundAsleep(w, pgrp)
 	if !found || !asleep {
@@ -74,11 +66,15 @@ func (s *Session) probeWait() (waitVerdict, string) {
 	}
 	now := time.Now()
 	if !w.cpuSet || w.pgrp != pgrp || w.cpu != cpu {
+		ran := w.cpuSet && w.pgrp == pgrp
 		w.pgrp, w.cpu, w.cpuSet, w.since = pgrp, cpu, true, now
-		return waitNo, ""
+		if ran {
+			return waitNo, "" // it used the processor since the last look
+		}
+		return waitUnsure, "" // a first look: the CPU time needs a second one
 	}
 	if now.Sub(w.since) < cpuWindow {
-		return waitNo, ""
+		return waitUnsure, ""
 	}
 	if pending, ok := slaveInputPending(s.master); !ok || pending {
 		return waitNo, ""

@@ -16,8 +16,12 @@ type WatchRequest struct {
 	Since uint64 `json:"since"`
 	// SessionIDs are watched for waiting for input.
 	SessionIDs []string `json:"session_ids,omitempty"`
-	// Waiting are those of SessionIDs the caller already knows wait for input: they
-	// count only once seen doing something else first, then waiting again.
+	// Heard are events the caller was already told (from earlier results): such a
+	// session counts again only once it printed or was typed into since, or was seen
+	// doing something else, and waits again.
+	Heard []WatchEvent `json:"heard,omitempty"`
+	// Waiting are ids treated as heard at the state they are in when the watch begins
+	// (for clients that keep no events).
 	Waiting []string `json:"waiting,omitempty"`
 }
 
@@ -25,6 +29,19 @@ type WatchRequest struct {
 type WatchEvent struct {
 	SessionID string `json:"session_id"`
 	Because   string `json:"because"`
+	// Output and Input mark the session's state when it was seen waiting: the end offset
+	// of its output and the count of inputs written to it. Passed back in
+	// WatchRequest.Heard.
+	Output int64 `json:"output"`
+	Input  int64 `json:"input"`
+}
+
+// watchMark is a session's output end and input count at one moment: a watch of a
+// session the caller already heard waiting fires only after the mark moved.
+type watchMark struct{ output, input int64 }
+
+func (s *Session) markNow() watchMark {
+	return watchMark{output: s.hub.End(), input: s.typed.Load()}
 }
 
 // WatchResult is what Watch returns.
@@ -160,7 +177,7 @@ func (m *Manager) generation() (uint64, <-chan struct{}) {
 
 // Watch blocks until the manager's generation differs from req.Since (a session
 // started, ended or was removed: List tells which), or one of the watched sessions waits
-// for input (one in req.Waiting only after it was seen doing something else), or ctx ends
+// for input (one in req.Heard or req.Waiting only with news since), or ctx ends
 // (then it returns ctx's error). It consumes no output. Unknown or ended sessions are not watched.
 func (c *Client) Watch(ctx context.Context, req WatchRequest) (*WatchResult, error) {
 	gen, changed := c.m.generation()
@@ -170,7 +187,7 @@ func (c *Client) Watch(ctx context.Context, req WatchRequest) (*WatchResult, err
 		return r, nil
 	}
 	var set []*Session
-	known := map[*Session]bool{}
+	heard := map[*Session]watchMark{}
 	for _, id := range req.SessionIDs {
 		if s, err := c.lookup(id); err == nil && !s.isExited() && s.tty && waitDetectionAvailable {
 			set = append(set, s)
@@ -178,25 +195,37 @@ func (c *Client) Watch(ctx context.Context, req WatchRequest) (*WatchResult, err
 	}
 	for _, id := range req.Waiting {
 		if s, err := c.lookup(id); err == nil {
-			known[s] = true
+			heard[s] = s.markNow()
 		}
 	}
+	for _, e := range req.Heard {
+		if s, err := c.lookup(e.SessionID); err == nil {
+			heard[s] = watchMark{output: e.Output, input: e.Input}
+		}
+	}
+	type firing struct {
+		s    *Session
+		mark watchMark
+	}
 	wctx, cancel := context.WithCancel(ctx)
-	fired := make(chan *Session, len(set))
+	fired := make(chan firing, len(set))
 	var wg sync.WaitGroup
 	for _, s := range set {
 		// One watcher per session: owned by this call, ends when wctx ends.
 		wg.Go(func() {
-			ev := waitEvents{waiting: true, onlyNews: known[s], always: !known[s]}
+			ev := waitEvents{waiting: true, always: true, mark: new(watchMark)}
+			if m, ok := heard[s]; ok {
+				ev.always, ev.heard = false, &m
+			}
 			if s.watch(wctx, ev, nil) != "" {
-				fired <- s
+				fired <- firing{s, *ev.mark}
 			}
 		})
 	}
 	var ev []WatchEvent
 	select {
-	case s := <-fired:
-		ev = append(ev, WatchEvent{SessionID: strconv.Itoa(s.id), Because: BecauseWaitingForInput})
+	case f := <-fired:
+		ev = append(ev, WatchEvent{SessionID: strconv.Itoa(f.s.id), Because: BecauseWaitingForInput, Output: f.mark.output, Input: f.mark.input})
 	case <-changed:
 	case <-ctx.Done():
 	}

@@ -14,7 +14,9 @@
 //              {"step": "rd", "read": "ptyhub://..."},     // resources/read
 //              {"step": "sub", "subscribe": "ptyhub://..."},
 //              {"step": "n", "notification": "notifications/resources/updated",
-//               "uri": "ptyhub://...", "count": 2}]        // wait for the 2nd (30 s)
+//               "uri": "ptyhub://...", "count": 2},        // wait for the 2nd (30 s)
+//              {"step": "g", "listedWithout": "ptyhub://..."}]
+//                 // resources/list until it lacks the uri, again at each list_changed (30 s)
 // Prints one JSON line per step: {"step", "isError", "text", "structured"} for tools,
 // {"step", "result"} for the resource calls and awaited notifications, {"step", "error"}
 // on failure; every notification received as {"notification": method, "params": ...};
@@ -106,6 +108,23 @@ for (const s of steps) {
     await other(s, () => client.readResource({ uri: s.read }));
   } else if (s.subscribe) {
     await other(s, () => client.subscribeResource({ uri: s.subscribe }));
+  } else if (s.listedWithout) {
+    // The server debounces list_changed: one notification may stand for several changes,
+    // so wait for the list's state, listing again at each notification.
+    await other(s, async () => {
+      const deadline = Date.now() + 30000;
+      for (;;) {
+        const next = new Promise((resolve) =>
+          waiters.push({ match: (m) => m === "notifications/resources/list_changed", resolve }));
+        const list = await client.listResources();
+        if (!list.resources.some((r) => r.uri === s.listedWithout)) return list;
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error("resources/list still has " + s.listedWithout + " after 30 s");
+        let timer;
+        await Promise.race([next, new Promise((r) => (timer = setTimeout(r, left)))]);
+        clearTimeout(timer);
+      }
+    });
   } else if (s.notification) {
     await other(s, () => {
       // The count-th matching notification (default the first), seen or still to come.

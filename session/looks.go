@@ -1,0 +1,67 @@
+package session
+
+import (
+	"runtime"
+	"time"
+)
+
+// waitBackoff is how long a loop waits between two looks at whether the program waits
+// for input while it prints nothing (nothing else would wake it when a program blocks
+// silently): the first look is at once when output stops, then these gaps, the last one
+// repeating. A look costs a few /proc reads (tens of µs).
+var waitBackoff = [...]time.Duration{
+	200 * time.Microsecond, 500 * time.Microsecond, time.Millisecond,
+	2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond,
+}
+
+// waitSpin is how long the looks go on without a timer right after output stops: the
+// program is usually microseconds from blocking then (a REPL prints its prompt, then
+// reads), and a timer fires no sooner than about a millisecond here.
+const waitSpin = 250 * time.Microsecond
+
+// lookSchedule paces the waiting-for-input looks of a loop that also waits for output
+// (collect, and a wait's watch): a look at once when output stops, more looks without a
+// timer for waitSpin, then looks spaced by waitBackoff while nothing is printed. C wakes
+// the loop when the next look is due. Owned by that loop; stop releases the timer.
+type lookSchedule struct {
+	timer   *time.Timer
+	C       <-chan time.Time
+	lastOut time.Time // when output last arrived (or the loop began)
+	next    time.Time // when the next look is due
+	step    int       // index in waitBackoff of the gap after the next failed look
+}
+
+func newLookSchedule(now time.Time) *lookSchedule {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &lookSchedule{timer: t, C: t.C, lastOut: now, next: now}
+}
+
+func (l *lookSchedule) stop() { l.timer.Stop() }
+
+// output notes that output arrived at now: the next look is due at once. During a flood
+// a look stops at its first, cheap step (output not settled: one poll(2)).
+func (l *lookSchedule) output(now time.Time) { l.step, l.next, l.lastOut = 0, now, now }
+
+// look calls try, with how long output has been quiet, when a look is due, and reports
+// whether it said yes. Right after output a no is tried again at once, yielding the
+// processor between tries, for up to waitSpin while settled holds (no output came in
+// the meantime). Unless it reports yes, it sets C for the next look.
+func (l *lookSchedule) look(now time.Time, settled func() bool, try func(quiet time.Duration) bool) bool {
+	if !now.Before(l.next) {
+		ok := try(now.Sub(l.lastOut))
+		if !ok && l.step == 0 {
+			for end := now.Add(waitSpin); !ok && time.Now().Before(end) && settled(); {
+				runtime.Gosched()
+				ok = try(time.Since(l.lastOut))
+			}
+		}
+		if ok {
+			return true
+		}
+		l.next = now.Add(waitBackoff[l.step])
+		l.step = min(l.step+1, len(waitBackoff)-1)
+	}
+	l.timer.Reset(time.Until(l.next))
+	return false
+}
