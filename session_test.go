@@ -600,3 +600,11 @@ func TestManyConcurrentExecs(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// exitOf renders a result's exit code for a failure message ("none" while it runs).
+func exitOf(r *session.Result) string {
+	if r.ExitCode == nil {
+		return "none"
+	}
+	return strconv.Itoa(*r.ExitCode)
+}
