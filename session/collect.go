@@ -49,6 +49,7 @@ type collected struct {
 	because  string
 	trunc    truncate.Result
 	missed   int64
+	from     int64 // the cursor when the collect began
 	next     int64
 	finished bool // the stream ended and everything was converted
 	// waitMethod says how waiting for input was decided (Result.WaitDetection).
@@ -75,7 +76,7 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	}
 	matched := false
 	looked := false // the pattern has been tried on what was there when the call began
-	var res collected
+	res := collected{from: s.cursor}
 	// A flood (the result is already being cut and no pattern needs the text): only the
 	// last rawKeep bytes can still reach the tail, so they are kept raw and converted at
 	// the end; what passes before them is accounted for raw (truncate.SkipRaw).

@@ -165,8 +165,9 @@ func (l *textLog) facts(c *Completion) {
 const completionWait = 2 * time.Second
 
 // completion returns the completion facts of s, or nil while it runs. With wait, it
-// waits (at most completionWait) for the recorder to finish the log, so the log is whole
-// when its path is given; without, the log facts are left out until it has.
+// waits (at most completionWait) for the recorder to finish the log. The log's path is
+// given only once it is whole; until then the counts and digest come from memory when it
+// still holds all the output.
 func (s *Session) completion(wait bool) *Completion {
 	if !s.isExited() {
 		return nil
@@ -193,10 +194,10 @@ func (s *Session) completion(wait bool) *Completion {
 				return c
 			}
 		default:
-			return c
 		}
 	}
-	// No log (recording off): count and digest the output if memory still has all of it.
+	// No log (recording off, or not finished): count and digest the output if memory
+	// still has all of it.
 	if s.hub.Start() == 0 && s.hub.Closed() {
 		data, from := s.hub.Tail(int(c.OutputBytes))
 		if from == 0 && int64(len(data)) == c.OutputBytes {

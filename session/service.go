@@ -84,7 +84,11 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 		r.DurationMs = float64(s.exitedAt.Sub(s.started).Microseconds()) / 1000
 		s.mu.Unlock()
 		skip = s
-		r.Completion = s.completion(true)
+		// A result that carries the whole output does not wait for the recorder to finish
+		// the log (about half a millisecond for a quick command): it names the log only
+		// if it is already whole, and counts from memory.
+		whole := col.from == 0 && col.missed == 0 && !col.trunc.Truncated && col.finished
+		r.Completion = s.completion(!whole)
 	} else if s.tty {
 		if a, err := s.master.Attrs(); err == nil {
 			r.PasswordPrompt = !a.Echo && a.Canonical

@@ -238,6 +238,10 @@ func (c *Client) Wait(ctx context.Context, req WaitRequest) (*WaitResult, error)
 		col.because = ev.because
 	}
 	r := &WaitResult{Result: *c.result(s, t0, col, warns)}
+	if r.Completion != nil && r.Completion.LogPath == "" {
+		// A wait is long anyway: name the log, once whole.
+		r.Completion = s.completion(true)
+	}
 	r.Others = c.lines(set, s)
 	return r, nil
 }

@@ -369,11 +369,26 @@ func TestCompletionFacts(t *testing.T) {
 					t.Errorf("log path %q without recording", f.LogPath)
 				}
 			} else {
-				if b, err := os.ReadFile(f.LogPath); err != nil || string(b) != "one\ntwo\nthree\n" {
-					t.Errorf("log %s: %q %v", f.LogPath, b, err)
+				// The exec result carries the whole output, so it does not wait for the log:
+				// it names the log only if it is already whole. wait_sessions on the ended
+				// session always names it.
+				if f.LogPath != "" {
+					if b, err := os.ReadFile(f.LogPath); err != nil || string(b) != "one\ntwo\nthree\n" {
+						t.Errorf("exec named log %s: %q %v", f.LogPath, b, err)
+					}
 				}
-				if !strings.Contains(r.Text(), "Full output log: "+f.LogPath+" (3 lines") {
-					t.Errorf("text lacks the log:\n%s", r.Text())
+				w, err := c.Wait(context.Background(), session.WaitRequest{SessionIDs: []string{r.SessionID}, TimeoutMs: wMs(60_000)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w.Completion == nil || w.Completion.LogPath == "" {
+					t.Fatalf("wait_sessions on the ended session names no log: %s", w.Text())
+				}
+				if b, err := os.ReadFile(w.Completion.LogPath); err != nil || string(b) != "one\ntwo\nthree\n" {
+					t.Errorf("log %s: %q %v", w.Completion.LogPath, b, err)
+				}
+				if !strings.Contains(w.Text(), "Full output log: "+w.Completion.LogPath+" (3 lines") {
+					t.Errorf("text lacks the log:\n%s", w.Text())
 				}
 			}
 			// Told in another call's ended_since_last_call, and in the listing.
