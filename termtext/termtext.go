@@ -161,6 +161,33 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 				dst = c.put(dst, utf8.RuneError)
 			}
 			if b >= 0x20 && b < 0x7f {
+				if len(c.line) == 0 && len(c.shown) == 0 && c.cur == 0 && !c.cr && !c.conceal {
+					// Fastest path, at a line start: a run of printable ASCII that ends
+					// the line in this chunk ("\n" or "\r\n") is the line's text as it
+					// is; one longer than a line is emitted a line's length at a time.
+					// Both give what the cells would.
+					j := i + 1
+					lim := min(len(raw), i+maxLine+1)
+					for j < lim && raw[j] >= 0x20 && raw[j] < 0x7f {
+						j++
+					}
+					if j-i > maxLine {
+						dst = append(dst, raw[i:i+maxLine]...)
+						i += maxLine - 1
+						continue
+					}
+					end := j
+					if end < len(raw) && raw[end] == '\r' {
+						end++
+					}
+					if end < len(raw) && raw[end] == '\n' {
+						dst = append(dst, raw[i:j]...)
+						dst = append(dst, '\n')
+						c.hid = false
+						i = end
+						continue
+					}
+				}
 				if !c.cr && !c.conceal && c.cur == len(c.line) && c.cur < maxLine {
 					// Fast path: a run of printable ASCII appended at the
 					// end of the line.

@@ -501,3 +501,40 @@ func TestRandomBytesValid(t *testing.T) {
 	}
 	checkText(t, raw, String(raw))
 }
+
+// TestLineStartFastPath: printable runs that start a line take a path that copies the
+// bytes without cells; it must give exactly what the cells give. Each input is
+// converted whole (the fast path: the run and its end in one chunk) and one byte per
+// Write (the cells), at lengths around the line limit.
+func TestLineStartFastPath(t *testing.T) {
+	t.Parallel()
+	var inputs []string
+	for _, n := range []int{1, 79, maxLine - 1, maxLine, maxLine + 1, 2 * maxLine, 2*maxLine + 1, 3*maxLine + 7} {
+		run := strings.Repeat("ab c", n/4+1)[:n]
+		for _, end := range []string{"\n", "\r\n", "", "\r", "\rxy\n", " \x1b[K\n", "\x1b[8mpw\x1b[0m\n", "\u20ac\n"} {
+			inputs = append(inputs, run+end+"next line  \n"+run+end)
+		}
+	}
+	inputs = append(inputs, "prompt$ "+strings.Repeat("z", maxLine+3)+"\n", "\x1b[8mhidden\n"+strings.Repeat("q", 10)+"\n")
+	for _, raw := range inputs {
+		var whole, bytewise Converter
+		got := string(whole.Close(whole.Write(nil, []byte(raw))))
+		var out []byte
+		for i := range len(raw) {
+			out = bytewise.Write(out, []byte{raw[i]})
+		}
+		if want := string(bytewise.Close(out)); got != want {
+			t.Errorf("input of %d bytes ending %q: whole %d bytes, byte by byte %d bytes, first difference at %d",
+				len(raw), raw[max(0, len(raw)-12):], len(got), len(want), firstDiff(got, want))
+		}
+	}
+}
+
+func firstDiff(a, b string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
