@@ -202,7 +202,11 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 				looks.output(now)
 			}
 			var method string
-			if looks.look(now, func() bool { return s.hub.End() == s.cursor }, func(quiet time.Duration) bool {
+			settled := func() bool { return s.hub.End() == s.cursor }
+			if rawTail != nil {
+				settled = nil // flood mode: the output goes on, and a spin would cost the reader
+			}
+			if looks.look(now, settled, func(quiet time.Duration) bool {
 				var ok bool
 				ok, method = s.waitingForInput(quiet)
 				return ok

@@ -46,11 +46,12 @@ func (l *lookSchedule) output(now time.Time) { l.step, l.next, l.lastOut = 0, no
 // look calls try, with how long output has been quiet, when a look is due, and reports
 // whether it said yes. Right after output a no is tried again at once, yielding the
 // processor between tries, for up to waitSpin while settled holds (no output came in
-// the meantime). Unless it reports yes, it sets C for the next look.
+// the meantime); a nil settled (a flood: output has not stopped) means no such tries.
+// Unless it reports yes, it sets C for the next look.
 func (l *lookSchedule) look(now time.Time, settled func() bool, try func(quiet time.Duration) bool) bool {
 	if !now.Before(l.next) {
 		ok := try(now.Sub(l.lastOut))
-		if !ok && l.step == 0 {
+		if !ok && l.step == 0 && settled != nil {
 			for end := now.Add(waitSpin); !ok && time.Now().Before(end) && settled(); {
 				runtime.Gosched()
 				ok = try(time.Since(l.lastOut))
