@@ -2,10 +2,12 @@ package reaper
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,6 +137,21 @@ setsid sh -c 'echo PID $$; exec sleep 1005' </dev/null 2>/dev/null &
 sleep 0.2; echo READY; sleep 1003
 `
 
+// untilPrompt reads rd until an interactive shell printed its prompt. Input written
+// before that may be thrown away: bash sets the terminal up as it starts (typeahead then
+// was lost in about one run in a thousand, and the test waited for ever).
+func untilPrompt(rd *bufio.Reader, prompt string) error {
+	var seen []byte
+	for !bytes.HasSuffix(seen, []byte(prompt)) {
+		b, err := rd.ReadByte()
+		if err != nil {
+			return fmt.Errorf("waiting for the prompt %q (got %q): %w", prompt, seen, err)
+		}
+		seen = append(seen, b)
+	}
+	return nil
+}
+
 func readPids(t *testing.T, rd *bufio.Reader, n int) []int {
 	t.Helper()
 	var pids []int
@@ -143,24 +160,29 @@ func readPids(t *testing.T, rd *bufio.Reader, n int) []int {
 		if err != nil {
 			t.Fatalf("reading pids: %v (have %v)", err, pids)
 		}
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "PID ") {
-			pid, err := strconv.Atoi(strings.TrimPrefix(line, "PID "))
-			if err == nil {
-				pids = append(pids, pid)
-			}
+		for _, m := range pidLine.FindAllStringSubmatch(line, -1) {
+			pid, _ := strconv.Atoi(m[1])
+			pids = append(pids, pid)
 		}
 	}
 	return pids
 }
 
+// pidLine finds a pid printed by jobScript anywhere in a line: a background job's
+// output can land on the line of the shell's next prompt ("$ PID 123"), which a check
+// for lines starting with "PID " missed (the test then waited for ever).
+var pidLine = regexp.MustCompile(`PID (\d+)`)
+
 func TestKillJobControlTree(t *testing.T) {
 	r := startReaper(t)
 	m, leader, exit := spawnPTY(t, r, "jobs", "bash", "--norc", "--noprofile", "-i")
+	rd := bufio.NewReader(m)
+	if err := untilPrompt(rd, "$ "); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := m.Write([]byte("stty -echo\n" + jobScript)); err != nil {
 		t.Fatal(err)
 	}
-	rd := bufio.NewReader(m)
 	pids := append(readPids(t, rd, 4), leader)
 	go io.Copy(io.Discard, rd)
 	surv, err := r.Kill("jobs", DefaultGrace, true)
@@ -206,7 +228,7 @@ func crashingManager() {
 	}
 	m, slave, _ := pty.Open(24, 80)
 	path, _ := exec.LookPath("bash")
-	env := append(os.Environ(), EnvSession+"=crash")
+	env := append(os.Environ(), EnvSession+"=crash", "PS1=$ ")
 	pid, _, err := r.Spawn(Spec{Path: path, Argv: []string{"bash", "--norc", "--noprofile", "-i"}, Env: env, Ctty: true, Tag: "crash"}, slave, slave, slave)
 	slave.Close()
 	if err != nil {
@@ -214,15 +236,19 @@ func crashingManager() {
 		os.Exit(1)
 	}
 	fmt.Printf("PID %d\nPID %d\n", r.Pid(), pid)
-	m.Write([]byte("stty -echo\n" + jobScript))
 	rd := bufio.NewReader(m)
+	if err := untilPrompt(rd, "$ "); err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(1)
+	}
+	m.Write([]byte("stty -echo\n" + jobScript))
 	for {
 		line, err := rd.ReadString('\n')
 		if err != nil {
 			os.Exit(1)
 		}
-		if strings.HasPrefix(strings.TrimSpace(line), "PID ") {
-			fmt.Print(strings.TrimSpace(line) + "\n")
+		for _, m := range pidLine.FindAllString(line, -1) {
+			fmt.Print(m + "\n")
 		}
 	}
 }
