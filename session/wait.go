@@ -373,8 +373,14 @@ func (s *Session) watch(ctx context.Context, ev waitEvents, re *regexp.Regexp) s
 				seenBusy = seenBusy || !initial
 			}
 			if looks.look(now, func() bool { return s.hub.End() == off }, func(quiet time.Duration) bool {
+				// The mark of a yes: the inputs written before the look (one written after
+				// it is news later) and the output end after it (a yes means the output
+				// had settled, so the end is where the prompt ends).
 				mark := s.markNow()
 				v, unread := s.lookWaiting(quiet)
+				if v == waitYes {
+					mark.output = s.hub.End()
+				}
 				if ev.looked != nil {
 					ev.looked(v)
 				}

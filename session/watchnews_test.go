@@ -2,7 +2,10 @@ package session
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -18,11 +21,20 @@ func TestWatchKnownWaitingIsNoNews(t *testing.T) {
 	}
 	_, c := scNewClient(t)
 	ctx := context.Background()
-	r, err := c.Exec(ctx, ExecRequest{Argv: []string{"bash", "-c", "read -p 'Deploy? ' a; read -p 'Sure? ' b; echo done"}, YieldTimeMs: ptr(0)})
+	// The questions come once the test opens the fifo, after exec returned: the agent
+	// has not read them.
+	gate := filepath.Join(t.TempDir(), "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Exec(ctx, ExecRequest{Argv: []string{"bash", "-c", "cat '" + gate + "' >/dev/null; read -p 'Deploy? ' a; read -p 'Sure? ' b; echo done"}, YieldTimeMs: ptr(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Kill(context.Background(), KillRequest{SessionID: r.SessionID}) })
+	if err := os.WriteFile(gate, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// The first watch of the session tells that it waits (and reads nothing).
 	first, err := c.Watch(ctx, WatchRequest{Since: ^uint64(0), SessionIDs: []string{r.SessionID}})
 	if err != nil {
