@@ -8,43 +8,27 @@ import (
 
 // orphanCandidates lists the children of the reaper self that are not children of its
 // spawning thread (the one OS thread that forks every leader): the orphans re-parented to
-// it, and nothing else. The kernel re-parents an orphan to the first live thread of the
-// subreaper's thread group (its main thread), never to a thread chosen by who forked,
-// and keeps a child on the list of the thread that forked it, so the leaders (one per
-// session alive) are all on the spawning thread's list and this costs O(orphans), not
-// O(sessions). ok is false when it cannot tell (no spawning thread known, no children
-// files): the caller then lists every child.
+// it, and nothing else. The kernel keeps a child on the children list of the thread that
+// forked it, and re-parents an orphan to the first live thread of the subreaper's thread
+// group — its main thread, which the reaper's init holds for the process's life (the
+// children of a thread that exits move there too). So the leaders (one per session
+// alive) are all on the spawning thread's list and the orphans on the main thread's: one
+// read of /proc/self/task/self/children, O(orphans), not O(sessions) nor O(threads). ok
+// is false when it cannot tell (no spawning thread known, or it is the main thread, or
+// no children files in this kernel): the caller then lists every child.
 func orphanCandidates(self, spawner int) (kids []int, ok bool) {
 	if spawner <= 0 || spawner == self {
 		return nil, false
 	}
-	dir := "/proc/" + strconv.Itoa(self) + "/task/"
-	tasks, err := os.ReadDir(dir)
+	main := strconv.Itoa(self)
+	b, err := os.ReadFile("/proc/" + main + "/task/" + main + "/children")
 	if err != nil {
 		return nil, false
 	}
-	sp := strconv.Itoa(spawner)
-	seen := false
-	for _, task := range tasks {
-		if task.Name() == sp {
-			seen = true
-			continue
-		}
-		b, err := os.ReadFile(dir + task.Name() + "/children")
-		if err != nil {
-			if os.IsNotExist(err) {
-				if _, serr := os.Stat(dir + task.Name()); serr == nil {
-					return nil, false // no children files in this kernel
-				}
-			}
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				kids = append(kids, n)
-			}
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			kids = append(kids, n)
 		}
 	}
-	// The spawning thread is gone (the reaper is shutting down): its children moved.
-	return kids, seen
+	return kids, true
 }
