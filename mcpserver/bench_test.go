@@ -1,7 +1,10 @@
 package mcpserver
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,6 +34,36 @@ func BenchmarkWriteStdinCall(b *testing.B) {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "write_stdin", Arguments: args})
 		if err != nil || res.IsError {
 			b.Fatal(err, res)
+		}
+	}
+}
+
+// BenchmarkWriteStdinServer: the server's side of one write_stdin call, as ptyhub mcp
+// serves it: a request line in, through LineTransport, the SDK and the tool handler (a
+// service that answers at once), to the response line out.
+func BenchmarkWriteStdinServer(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	svc := &fakeService{write: func(context.Context, session.WriteRequest) (*session.Result, error) {
+		return &session.Result{SessionID: "1", State: session.StateRunning, ReturnedBecause: session.BecausePattern,
+			Output: "2\n>>> ", ChunkID: "c1", NextOffset: 42}, nil
+	}}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	srv := New(svc, Options{})
+	go srv.Serve(ctx, &LineTransport{In: inR, Out: outW})
+	br := bufio.NewReader(outR)
+	send := func(s string) { inW.Write([]byte(s + "\n")) }
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	br.ReadBytes('\n')
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	i := 0
+	for b.Loop() {
+		i++
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"write_stdin","arguments":{"session_id":"1","chars":"1+1\n","wait_for":">>> $"}}}`, i))
+		line, err := br.ReadBytes('\n')
+		if err != nil || len(line) < 10 {
+			b.Fatal(err, string(line))
 		}
 	}
 }

@@ -154,41 +154,34 @@ type listInput struct{}
 func (s *Server) addTools() {
 	f, t := new(bool), new(bool)
 	*t = true
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name: "exec_command", Title: "Run a command on a terminal", Description: descExec,
-		InputSchema: inputSchema[session.ExecRequest](),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: t, OpenWorldHint: t},
-	}, handler(s, s.svc.Exec))
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	}, s.svc.Exec)
+	addTool(s, &mcp.Tool{
 		Name: "write_stdin", Title: "Type into a session", Description: descWrite,
-		InputSchema: inputSchema[session.WriteRequest](),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: t, OpenWorldHint: t},
-	}, handler(s, s.svc.Write))
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	}, s.svc.Write)
+	addTool(s, &mcp.Tool{
 		Name: "read_output", Title: "Re-read a session's output", Description: descRead,
-		InputSchema: inputSchema[session.ReadRequest](),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: f},
-	}, handler(s, s.svc.Read))
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	}, s.svc.Read)
+	addTool(s, &mcp.Tool{
 		Name: "list_sessions", Title: "List sessions", Description: descList,
-		InputSchema: inputSchema[listInput](),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: f},
-	}, handler(s, func(ctx context.Context, _ listInput) (*session.ListResult, error) { return s.svc.List(ctx) }))
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	}, func(ctx context.Context, _ listInput) (*session.ListResult, error) { return s.svc.List(ctx) })
+	addTool(s, &mcp.Tool{
 		Name: "kill_session", Title: "Stop a session or send it a signal", Description: descKill,
-		InputSchema: inputSchema[session.KillRequest](),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: t, OpenWorldHint: f},
-	}, handler(s, s.svc.Kill))
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	}, s.svc.Kill)
+	addTool(s, &mcp.Tool{
 		Name: "resize_session", Title: "Resize a session's terminal", Description: descResize,
-		InputSchema: inputSchema[session.ResizeRequest](),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: f, IdempotentHint: true, OpenWorldHint: f},
-	}, handler(s, s.svc.Resize))
-	mcp.AddTool(s.mcp, &mcp.Tool{
+	}, s.svc.Resize)
+	addTool(s, &mcp.Tool{
 		Name: "wait_sessions", Title: "Wait for the first of several sessions", Description: descWait,
-		InputSchema: inputSchema[session.WaitRequest](),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: f},
-	}, handler(s, s.svc.Wait))
+	}, s.svc.Wait)
 }
 
 // inputSchema is the schema of T as the SDK would derive it, with optional fields typed

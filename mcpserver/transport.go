@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -188,7 +189,7 @@ func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
 		c.replyError(nil, jsonrpc.CodeInvalidRequest, "invalid request: the id must be a string or a number, not null")
 		return nil, false
 	}
-	msg, err := jsonrpc.DecodeMessage(line)
+	msg, err := decodeMessage(line)
 	if err != nil {
 		var probe struct {
 			ID json.RawMessage `json:"id"`
@@ -232,4 +233,53 @@ func (c *lineConn) replyError(id json.RawMessage, code int, message string) {
 	}
 	// A broken writer is reported by the connection's own next write.
 	_ = c.writeLine(data)
+}
+
+// decodeMessage decodes one JSON-RPC message as jsonrpc.DecodeMessage does (a "method"
+// key makes it a request, else it is a response and needs an id; the version must be
+// "2.0"; object keys are matched exactly), with encoding/json: the SDK's decoder
+// allocates a 32 KiB buffer for every message.
+func decodeMessage(line []byte) (jsonrpc.Message, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+	}
+	var version string
+	if raw, ok := m["jsonrpc"]; ok {
+		if err := json.Unmarshal(raw, &version); err != nil {
+			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+	}
+	if version != "2.0" {
+		return nil, fmt.Errorf("invalid message version tag %q; expected %q", version, "2.0")
+	}
+	var idv any
+	if raw, ok := m["id"]; ok {
+		if err := json.Unmarshal(raw, &idv); err != nil {
+			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+	}
+	id, err := jsonrpc.MakeID(idv)
+	if err != nil {
+		return nil, err
+	}
+	if raw, ok := m["method"]; ok {
+		var method string
+		if err := json.Unmarshal(raw, &method); err != nil {
+			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+		return &jsonrpc.Request{Method: method, ID: id, Params: m["params"]}, nil
+	}
+	if !id.IsValid() {
+		return nil, errors.New("JSON RPC invalid request")
+	}
+	resp := &jsonrpc.Response{ID: id, Result: m["result"]}
+	if raw, ok := m["error"]; ok && string(raw) != "null" {
+		var we jsonrpc.Error
+		if err := json.Unmarshal(raw, &we); err != nil {
+			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+		resp.Error = &we
+	}
+	return resp, nil
 }
