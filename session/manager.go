@@ -62,7 +62,7 @@ type Manager struct {
 
 	mu       sync.Mutex
 	nextID   int
-	idBound  int // ids up to it are recorded as given (registry.setIDBound); 0: not loaded
+	idBound  int // the end of the block of ids reserved (registry.reserveIDs); nextID < idBound: ids left
 	sessions map[int]*Session
 	pools    map[string]map[int]*Session // pool name → its sessions (those in sessions)
 	ended    map[string]map[int]*Session // pool name → its sessions that have ended (admit: O(ended), not O(pool))
@@ -507,16 +507,16 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 			}
 		}
 	}
-	if m.idBound == 0 {
-		// Short ids are never reused for a user: continue above what earlier servers of
-		// this state directory may have given.
-		m.nextID = max(m.nextID, m.reg.idBound())
+	if m.nextID >= m.idBound {
+		// Short ids are never reused for a user and never given by two managers (the
+		// server and every ptyhub mcp hosting its sessions): each takes blocks from the
+		// state directory.
+		if first, ok := m.reg.reserveIDs(idBlock); ok {
+			m.nextID = max(m.nextID, first-1)
+		}
+		m.idBound = m.nextID + idBlock
 	}
 	m.nextID++
-	if m.nextID > m.idBound {
-		m.idBound = m.nextID + idBlock
-		m.reg.setIDBound(m.idBound)
-	}
 	s.id = m.nextID
 	m.sessions[s.id] = s
 	m.bumpLocked(s)

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/reaper"
@@ -48,34 +51,41 @@ type registry struct {
 	lines int               // lines in the log
 }
 
-// idBlock is how far ahead of the ids given the bound on disk is written: one small
-// write per idBlock sessions.
+// idBlock is how many short ids a manager reserves at once: one locked update of the
+// state directory's id file per idBlock sessions.
 const idBlock = 64
 
-// idBound returns the bound of the short ids earlier managers of this state directory
-// may have given (0 when none is recorded or the registry is off).
-func (r *registry) idBound() int {
+// reserveIDs reserves n short ids no manager of this state directory has given or will
+// give, in this process or another (the server, each ptyhub mcp): under an exclusive
+// lock on session-ids.lock it reads the bound of the ids given so far from session-ids,
+// writes bound+n (replaced atomically) and returns bound+1, the first of the block. ok
+// is false when the registry is off or the file cannot be updated: the caller then gives
+// ids of its own, unique only within the manager.
+func (r *registry) reserveIDs(n int) (first int, ok bool) {
 	if r.idFile == "" {
-		return 0
+		return 0, false
 	}
-	b, err := os.ReadFile(r.idFile)
+	lock, err := os.OpenFile(r.idFile+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return 0
+		return 0, false
 	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return max(n, 0)
-}
-
-// setIDBound records that no id above bound was given; ids up to it are never given
-// again by a later manager. The file is replaced atomically.
-func (r *registry) setIDBound(bound int) {
-	if r.idFile == "" {
-		return
+	defer lock.Close() // releases the lock
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return 0, false
+	}
+	bound := 0
+	if b, err := os.ReadFile(r.idFile); err == nil {
+		bound, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		bound = max(bound, 0)
 	}
 	tmp := r.idFile + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(bound)+"\n"), 0o600); err == nil {
-		os.Rename(tmp, r.idFile)
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(bound+n)+"\n"), 0o600); err != nil {
+		return 0, false
 	}
+	if err := os.Rename(tmp, r.idFile); err != nil {
+		return 0, false
+	}
+	return bound + 1, true
 }
 
 // init resolves and creates the directory, once, and starts sweeping stale entries aside.

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -111,5 +112,64 @@ func TestRegistryLogStaysSmall(t *testing.T) {
 	r.close()
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("the log of a manager that ended with no session left: %v", err)
+	}
+}
+
+// Managers that share a state directory — the server and each ptyhub mcp that hosts its
+// own sessions — never give the same short id, however their starts interleave: each
+// reserves blocks of ids under a lock on the directory's id file.
+func TestManagersNeverShareShortIDs(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	const perManager = idBlock + 10 // each crosses a block boundary
+	ids := make([][]int, 2)
+	done := make(chan int)
+	for k := range ids {
+		m, err := NewManager(Options{NoRecord: true, StateDir: state, MaxSessions: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close(context.Background()) })
+		c := m.NewClient("t")
+		go func() {
+			defer func() { done <- k }()
+			for range perManager {
+				r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"true"}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				id, _ := strconv.Atoi(r.SessionID)
+				ids[k] = append(ids[k], id)
+				c.Kill(context.Background(), KillRequest{SessionID: r.SessionID, Remove: true})
+			}
+		}()
+	}
+	<-done
+	<-done
+	seen := map[int]int{}
+	for k, list := range ids {
+		if len(list) != perManager {
+			t.Fatalf("manager %d started %d sessions, want %d", k, len(list), perManager)
+		}
+		for _, id := range list {
+			if other, ok := seen[id]; ok {
+				t.Errorf("id %d given by managers %d and %d", id, other, k)
+			}
+			seen[id] = k
+		}
+	}
+	// A third manager of the directory continues above both.
+	m, _ := NewManager(Options{NoRecord: true, StateDir: state})
+	t.Cleanup(func() { m.Close(context.Background()) })
+	r, err := m.NewClient("t").Exec(context.Background(), ExecRequest{Argv: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _ := strconv.Atoi(r.SessionID)
+	for id := range seen {
+		if next <= id {
+			t.Fatalf("a later manager gave id %d, not above %d", next, id)
+		}
 	}
 }
