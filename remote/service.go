@@ -466,82 +466,27 @@ func (m *Multi) Wait(ctx context.Context, req session.WaitRequest) (*session.Wai
 		svc, name, id := m.route(full)
 		add(name, svc, id)
 	}
-	fix := func(name string, r *session.WaitResult) {
-		if r == nil || name == "" {
-			return
-		}
-		r.SessionID = prefix(name, r.SessionID)
-		prefixNotices(name, &r.Notices)
-		for i := range r.Others {
-			r.Others[i].SessionID = prefix(name, r.Others[i].SessionID)
-		}
+	targets := make([]session.WaitTarget, len(groups))
+	for i, g := range groups {
+		targets[i] = session.WaitTarget{Name: orLocal(g.name), Svc: g.svc, IDs: g.ids, Fix: func(r *session.WaitResult) {
+			if g.name == "" {
+				return
+			}
+			r.SessionID = prefix(g.name, r.SessionID)
+			prefixNotices(g.name, &r.Notices)
+			for i := range r.Others {
+				r.Others[i].SessionID = prefix(g.name, r.Others[i].SessionID)
+			}
+		}}
 	}
 	if len(groups) == 1 {
-		g := groups[0]
-		req.SessionIDs = g.ids
-		m.refresh(g.name)
-		r, err := g.svc.Wait(ctx, req)
-		fix(g.name, r)
-		if r != nil {
-			m.drain(&r.Notices)
-		}
-		return r, err
+		m.refresh(groups[0].name)
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type answer struct {
-		g   *group
-		r   *session.WaitResult
-		err error
+	r, err := session.WaitFirst(ctx, req, targets)
+	if r != nil {
+		m.drain(&r.Notices)
 	}
-	answers := make(chan answer, len(groups))
-	for _, g := range groups {
-		sub := req
-		sub.SessionIDs = g.ids
-		// One wait per machine: owned by this call, ends when it returns or wctx ends.
-		go func() {
-			r, err := g.svc.Wait(wctx, sub)
-			fix(g.name, r)
-			answers <- answer{g, r, err}
-		}()
-	}
-	var win *session.WaitResult
-	var rest []answer
-	for range groups {
-		a := <-answers
-		if a.err == nil && a.r.SessionID != "" && win == nil {
-			win = a.r
-			cancel()
-			continue
-		}
-		rest = append(rest, a)
-	}
-	var errs []error
-	for _, a := range rest {
-		switch {
-		case a.err != nil:
-			if win == nil || !errors.Is(a.err, context.Canceled) {
-				errs = append(errs, fmt.Errorf("%s: %w", orLocal(a.g.name), a.err))
-			}
-		case win == nil:
-			win = a.r
-		case a.r.SessionID != "":
-			win.AddWarning(fmt.Sprintf("session %s also returned (%s) with this output:\n%s", a.r.SessionID, a.r.ReturnedBecause, a.r.Output))
-			win.Others = append(win.Others, a.r.Others...)
-			win.EndedSinceLastCall = append(win.EndedSinceLastCall, a.r.EndedSinceLastCall...)
-		default:
-			win.Others = append(win.Others, a.r.Others...)
-			win.EndedSinceLastCall = append(win.EndedSinceLastCall, a.r.EndedSinceLastCall...)
-		}
-	}
-	if win == nil {
-		return nil, errors.Join(errs...)
-	}
-	for _, e := range errs {
-		win.AddWarning(e.Error())
-	}
-	m.drain(&win.Notices)
-	return win, nil
+	return r, err
 }
 
 func orLocal(name string) string {
