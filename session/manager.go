@@ -222,7 +222,11 @@ func (m *Manager) Close(ctx context.Context) error {
 	for _, s := range m.sessions {
 		all = append(all, s)
 	}
+	given, reserved := m.nextID, m.idBound
 	m.mu.Unlock()
+	if reserved > given {
+		m.reg.returnIDs(given, reserved)
+	}
 	if m.reaper == nil {
 		return nil
 	}

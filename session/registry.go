@@ -62,30 +62,53 @@ const idBlock = 64
 // is false when the registry is off or the file cannot be updated: the caller then gives
 // ids of its own, unique only within the manager.
 func (r *registry) reserveIDs(n int) (first int, ok bool) {
+	ok = r.updateIDs(func(bound int) int {
+		first = bound + 1
+		return bound + n
+	})
+	return first, ok
+}
+
+// updateIDs replaces the bound of the ids given by next(bound), under the lock, and
+// reports whether it did.
+func (r *registry) updateIDs(next func(bound int) int) bool {
 	if r.idFile == "" {
-		return 0, false
+		return false
 	}
 	lock, err := os.OpenFile(r.idFile+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return 0, false
+		return false
 	}
 	defer lock.Close() // releases the lock
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return 0, false
+		return false
 	}
 	bound := 0
 	if b, err := os.ReadFile(r.idFile); err == nil {
 		bound, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		bound = max(bound, 0)
 	}
+	nb := next(bound)
+	if nb == bound {
+		return true
+	}
 	tmp := r.idFile + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(bound+n)+"\n"), 0o600); err != nil {
-		return 0, false
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(nb)+"\n"), 0o600); err != nil {
+		return false
 	}
-	if err := os.Rename(tmp, r.idFile); err != nil {
-		return 0, false
-	}
-	return bound + 1, true
+	return os.Rename(tmp, r.idFile) == nil
+}
+
+// returnIDs gives back the ids after given of a block reserved up to reserved, when no
+// other manager reserved ids since: so the short ids stay dense when managers come and
+// go one after another (every ptyhub mcp is one).
+func (r *registry) returnIDs(given, reserved int) {
+	r.updateIDs(func(bound int) int {
+		if bound == reserved {
+			return given
+		}
+		return bound
+	})
 }
 
 // init resolves and creates the directory, once, and starts sweeping stale entries aside.

@@ -173,3 +173,44 @@ func TestManagersNeverShareShortIDs(t *testing.T) {
 		}
 	}
 }
+
+// A manager that closes gives back the ids it reserved and did not give, unless another
+// manager reserved since: ids stay dense when managers (every ptyhub mcp) come and go.
+func TestShortIDsStayDense(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	start := func(m *Manager) int {
+		t.Helper()
+		r, err := m.NewClient("t").Exec(context.Background(), ExecRequest{Argv: []string{"true"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := strconv.Atoi(r.SessionID)
+		return id
+	}
+	newManager := func() *Manager {
+		m, err := NewManager(Options{NoRecord: true, StateDir: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	a := newManager()
+	if id := start(a); id != 1 {
+		t.Fatalf("first id %d", id)
+	}
+	a.Close(context.Background())
+	b, c := newManager(), newManager()
+	if id := start(b); id != 2 {
+		t.Errorf("after a manager closed, the next id is %d, want 2", id)
+	}
+	if id := start(c); id != 2+idBlock {
+		t.Errorf("a second manager's first id is %d, want %d", id, 2+idBlock)
+	}
+	b.Close(context.Background()) // c reserved after b: b's block is not given back
+	d := newManager()
+	t.Cleanup(func() { c.Close(context.Background()); d.Close(context.Background()) })
+	if id := start(d); id != 2+2*idBlock {
+		t.Errorf("a manager after one whose block was followed starts at %d, want %d", id, 2+2*idBlock)
+	}
+}
