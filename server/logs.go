@@ -42,7 +42,7 @@ func DialLogs(ctx context.Context, o DialOptions, l LogsOptions) (*Attach, error
 // serveLogs answers a logs hello: the transcript's path, then its output as output
 // frames and an end frame. A reader goroutine (owned here, ended by closing the
 // connection) notices the client leaving and stops a follow.
-func (s *Server) serveLogs(c net.Conn, h hello, w *Welcome) {
+func (s *Server) serveLogs(c *net.UnixConn, hf *frame, h hello, w *Welcome) {
 	out := &sender{c: c}
 	fail := func(err error) { out.send(&frame{Op: opReply, Error: toWire(err)}) }
 	l := h.Logs
@@ -66,6 +66,9 @@ func (s *Server) serveLogs(c net.Conn, h hello, w *Welcome) {
 	path, err := s.mgr.TranscriptPath(l.ID)
 	if err != nil {
 		info, ferr := transcript.Find(dir, l.ID)
+		if ferr != nil && s.relay(c, hf, l.ID) {
+			return // a session of a host that records elsewhere, or known by its name
+		}
 		if ferr != nil {
 			fail(fmt.Errorf("%w: no session or transcript %q (ptyhub logs --all lists the transcripts): %v", session.ErrNotFound, l.ID, ferr))
 			return

@@ -64,6 +64,9 @@ type Status struct {
 	Version     string `json:"version,omitempty"`
 	Connections int    `json:"connections"`
 	UptimeMs    int64  `json:"uptime_ms"`
+	// Hosts are the processes (ptyhub mcp) that host sessions of their own next to the
+	// server, as each reports itself.
+	Hosts []Status `json:"hosts,omitempty"`
 }
 
 // Modes of a connection, chosen by the hello.

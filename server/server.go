@@ -88,6 +88,10 @@ type Server struct {
 	closing bool
 	wg      sync.WaitGroup // connection goroutines
 	claims  map[string]*claim
+
+	// hosts are the processes hosting sessions next to this server's socket (hosts.go);
+	// nil in a host's own server.
+	hosts *hostSet
 }
 
 // Listen prepares the socket directory, takes the single-instance lock (the lock file
@@ -149,7 +153,8 @@ func Listen(mgr *session.Manager, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: chmod socket: %w", err)
 	}
 	return &Server{mgr: mgr, opts: opts, started: time.Now(), log: opts.Logger, ln: ln, lock: lock,
-		conns: map[net.Conn]struct{}{}, last: time.Now(), claims: map[string]*claim{}}, nil
+		conns: map[net.Conn]struct{}{}, last: time.Now(), claims: map[string]*claim{},
+		hosts: &hostSet{socket: path, log: opts.Logger}}, nil
 }
 
 func trimSpace(b []byte) string {
@@ -234,7 +239,12 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
-	s.lock.Close()
+	if s.hosts != nil {
+		s.hosts.close()
+	}
+	if s.lock != nil {
+		s.lock.Close()
+	}
 	if context.Cause(ctx) == idle {
 		s.log.Info("idle: exiting")
 		return nil
@@ -385,9 +395,9 @@ func (s *Server) serveConn(c *net.UnixConn) {
 	case ModeService:
 		s.serveService(c, h, w)
 	case ModeAttach:
-		s.serveAttach(c, h, w)
+		s.serveAttach(c, f, h, w)
 	case ModeLogs:
-		s.serveLogs(c, h, w)
+		s.serveLogs(c, f, h, w)
 	default:
 		refuse("invalid", fmt.Sprintf("unknown mode %q", h.Mode))
 	}
@@ -444,6 +454,11 @@ func (s *Server) serveService(c *net.UnixConn, h hello, w *Welcome) {
 		client, _ = s.mgr.NewClientFor(h.Name, caller)
 	} else {
 		client, _ = s.mgr.NewPoolClient(h.Name, "cli", caller)
+	}
+	// The connection sees the sessions of the processes that host their own too.
+	var svc session.Service = client
+	if s.hosts != nil {
+		svc = &Federation{Local: client, Others: s.hosts.members}
 	}
 	ctx, cancelAll := context.WithCancel(context.Background())
 	var mu sync.Mutex
@@ -513,7 +528,7 @@ func (s *Server) serveService(c *net.UnixConn, h hello, w *Welcome) {
 					mu.Unlock()
 					cancel()
 				}()
-				out.send(s.dispatch(rctx, client, f))
+				out.send(s.dispatch(rctx, svc, f))
 			})
 		}
 	}
@@ -586,7 +601,7 @@ func (s *Server) dropClaim(token string, bye, keep bool) {
 }
 
 // dispatch runs one request. A panic becomes an error reply; the server carries on.
-func (s *Server) dispatch(ctx context.Context, c *session.Client, f *frame) (r *frame) {
+func (s *Server) dispatch(ctx context.Context, c session.Service, f *frame) (r *frame) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("panic serving a request", "op", f.Op, "panic", p, "stack", string(debug.Stack()))
@@ -617,8 +632,10 @@ func (s *Server) dispatch(ctx context.Context, c *session.Client, f *frame) (r *
 		s.mu.Lock()
 		conns := len(s.conns)
 		s.mu.Unlock()
-		out = &Status{Stats: s.mgr.Stats(), PID: os.Getpid(), Version: s.opts.Version,
+		st := &Status{Stats: s.mgr.Stats(), PID: os.Getpid(), Version: s.opts.Version,
 			Connections: conns, UptimeMs: time.Since(s.started).Milliseconds()}
+		st.Hosts = s.hostStatuses(ctx)
+		out = st
 	case opKill:
 		var req session.KillRequest
 		if err = strictDecode(f.Body, &req); err == nil {
@@ -666,9 +683,12 @@ func strictDecode(b json.RawMessage, v any) error {
 // function, ended by closing the connection) takes the client's frames. A client that
 // falls behind the ring is repainted; one that stops reading is dropped after
 // writeTimeout. Neither ever slows the session.
-func (s *Server) serveAttach(c *net.UnixConn, h hello, w *Welcome) {
+func (s *Server) serveAttach(c *net.UnixConn, hf *frame, h hello, w *Welcome) {
 	out := &sender{c: c}
 	a, err := s.mgr.Attach(h.Session, session.AttachOptions{ReadOnly: h.ReadOnly, Watch: h.Watch})
+	if errors.Is(err, session.ErrNotFound) && s.relay(c, hf, h.Session) {
+		return
+	}
 	if err != nil {
 		out.send(&frame{Op: opReply, Error: toWire(err)})
 		return

@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ptyhub/ptyhub/mcpserver"
 	"github.com/ptyhub/ptyhub/remote"
+	"github.com/ptyhub/ptyhub/server"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -36,9 +39,13 @@ contain KEY, SECRET, TOKEN or PASSWORD (in any case): they are not passed to com
 unless --pass-env NAME allows them (repeatable; NAME may be a pattern such as 'AWS_*').
 exec_command's env argument sets any variable.
 
-The sessions live in the per-user ptyhub server (started when none runs), so a human
+The sessions run in this process (no other process on the agent's path) and are
+served to the rest of your world on a socket next to the per-user server's: a human
 sees them with 'ptyhub ls' and can 'ptyhub attach' to type a password or answer a
-prompt. --embedded runs them inside the ptyhub mcp process instead, invisible to the CLI.
+prompt. list_sessions and the tools also reach the sessions of the per-user server
+(started when needed) and of other agents. --keep runs the sessions in the per-user
+server instead, where they outlive this process; --embedded runs them here without the
+socket, invisible to the CLI.
 
 Other machines: exec_command's host argument (or --host, or $PTYHUB_HOST, for every
 exec_command without one) runs the command on another machine through ssh, docker exec,
@@ -51,8 +58,8 @@ for 60 s for this client to come back.
 
 func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("mcp", mcpHelp)
-	embedded := fs.Bool("embedded", false, "run sessions inside this process instead of the ptyhub server")
-	keep := fs.Bool("keep", false, "leave sessions running in the server when the client goes away (no effect with --embedded)")
+	embedded := fs.Bool("embedded", false, "run sessions inside this process, invisible to the CLI")
+	keep := fs.Bool("keep", false, "run sessions in the per-user server and leave them running when the client goes away (no effect with --embedded)")
 	socket := serverFlags(fs)
 	verbose := fs.Bool("verbose", false, "log each tool error and lifecycle event to stderr")
 	workdir := fs.String("workdir", "", "run commands in this `directory` (default: the current one)")
@@ -75,8 +82,11 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitUsage
 	}
 	log.Debug("commands run here", "dir", caller.Dir)
-	if !*embedded {
+	if *keep && !*embedded {
 		return runMCPClient(ctx, socket, *keep, &caller, stdin, stdout, stderr, log)
+	}
+	if !*embedded {
+		return runMCPHosted(ctx, socket, &caller, stdin, stdout, stderr, log)
 	}
 	if socket.host != "" {
 		fmt.Fprintln(stderr, "ptyhub mcp: --host needs the server: drop --embedded")
@@ -86,7 +96,11 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		log.Warn("--keep has no effect with the embedded manager: sessions end with this process")
 	}
 
-	mgr, err := session.NewManager(session.Options{Logger: log})
+	max, err := maxSessionsEnv()
+	if err != nil {
+		return usageError(stderr, "mcp", err.Error())
+	}
+	mgr, err := session.NewManager(session.Options{Logger: log, MaxSessions: max})
 	if err != nil {
 		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
 		return exitError
@@ -136,6 +150,123 @@ func runMCPClient(ctx context.Context, socket *target, keep bool, caller *sessio
 			log.Warn("closing the server connection", "error", err)
 		}
 	})
+}
+
+// runMCPHosted serves MCP with the sessions in this process, served to the CLI on a host
+// socket next to the per-user server's (server.ListenHost); the tools also reach the
+// sessions of that server and of other hosts (server.Federation). Sessions end when
+// ptyhub mcp exits. When the host socket cannot be made, the sessions go to the server
+// (runMCPClient).
+func runMCPHosted(ctx context.Context, socket *target, caller *session.Caller, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) int {
+	max, err := maxSessionsEnv()
+	if err != nil {
+		return usageError(stderr, "mcp", err.Error())
+	}
+	mgr, err := session.NewManager(session.Options{Logger: log, MaxSessions: max})
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
+		return exitError
+	}
+	host, err := server.ListenHost(mgr, server.Options{Socket: socket.socket, Logger: log, Version: version()})
+	if err != nil {
+		log.Warn("cannot serve this process's sessions to the CLI; running them in the ptyhub server", "error", err)
+		mgr.Close(context.Background())
+		return runMCPClient(ctx, socket, false, caller, stdin, stdout, stderr, log)
+	}
+	hostCtx, stopHost := context.WithCancel(context.Background())
+	hostDone := make(chan struct{})
+	// The host server: owned by this function, ends when stopHost is called.
+	go func() { host.Serve(hostCtx); close(hostDone) }()
+	client, err := mgr.NewClientFor("mcp", *caller)
+	if err != nil {
+		stopHost()
+		<-hostDone
+		mgr.Close(context.Background())
+		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
+		return exitError
+	}
+	log.Debug("serving MCP on stdio", "host_socket", host.Path())
+	user := &userServer{socket: socket.socket}
+	fed := &server.Federation{Local: client, Others: user.members}
+	multi := &remote.Multi{Local: fed, DefaultHost: socket.hostSpec(ctx),
+		Options: remote.Options{Name: "mcp", Own: true, Token: remote.NewToken()}}
+	if multi.DefaultHost != "" {
+		if _, err := remote.Resolve(multi.DefaultHost, nil); err != nil {
+			fmt.Fprintf(stderr, "ptyhub mcp: --host: %s\n", oneLine(err.Error()))
+			stopHost()
+			<-hostDone
+			mgr.Close(context.Background())
+			return exitUsage
+		}
+	}
+	return serveMCP(ctx, multi, stdin, stdout, stderr, log, func(cctx context.Context) {
+		if err := multi.Close(cctx, false); err != nil {
+			log.Warn("closing the host connections", "error", err)
+		}
+		if err := client.Close(cctx, false); err != nil {
+			log.Warn("closing the MCP client's sessions", "error", err)
+		}
+		stopHost()
+		<-hostDone
+		user.close()
+		if err := mgr.Close(cctx); err != nil {
+			log.Warn("closing the session manager", "error", err)
+		}
+	})
+}
+
+// userServer is the per-user server as a member of a hosting ptyhub mcp's federation:
+// connected (and started) when the agent first names a session this process does not
+// have, or lists the sessions.
+type userServer struct {
+	socket string
+
+	mu sync.Mutex
+	c  *server.Client
+}
+
+// members returns the server, connected, or a warning saying why it is not.
+func (u *userServer) members(ctx context.Context) ([]server.Member, []string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.c != nil {
+		select {
+		case <-u.c.Done():
+			u.c = nil
+		default:
+		}
+	}
+	if u.c == nil {
+		c, err := dial(ctx, &target{socket: u.socket, local: true}, "mcp", false, nil)
+		if err != nil {
+			return nil, []string{"the ptyhub server: " + oneLine(err.Error())}
+		}
+		u.c = c
+	}
+	return []server.Member{{Name: "the ptyhub server", Svc: u.c}}, nil
+}
+
+// close ends the connection, if one was made.
+func (u *userServer) close() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.c != nil {
+		u.c.Abandon()
+		u.c = nil
+	}
+}
+
+// maxSessionsEnv is $PTYHUB_MAX_SESSIONS (0 when unset: the default).
+func maxSessionsEnv() (int, error) {
+	v := os.Getenv("PTYHUB_MAX_SESSIONS")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("PTYHUB_MAX_SESSIONS=%q is not a positive number", v)
+	}
+	return n, nil
 }
 
 // mcpCaller is where the agent's commands run: the directory ptyhub mcp was started in

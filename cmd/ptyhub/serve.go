@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -57,7 +56,7 @@ const killServerHelp = `Usage:
 Stops the per-user ptyhub server (of any version) with SIGTERM: it ends every session
 with all its processes, as 'ptyhub kill' does, and exits. The next command starts a
 server of its own build. Use it after installing a new ptyhub while sessions of the old
-one still run.
+one still run. An agent's sessions run in its own 'ptyhub mcp' process and go on.
 `
 
 func runKillServer(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -95,13 +94,11 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})).With("pid", os.Getpid())
 	if *maxSessions == 0 {
-		if v := os.Getenv("PTYHUB_MAX_SESSIONS"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return usageError(stderr, "serve", fmt.Sprintf("PTYHUB_MAX_SESSIONS=%q is not a positive number", v))
-			}
-			*maxSessions = n
+		n, err := maxSessionsEnv()
+		if err != nil {
+			return usageError(stderr, "serve", err.Error())
 		}
+		*maxSessions = n
 	}
 	if *maxSessions < 0 {
 		return usageError(stderr, "serve", "--max-sessions must be positive")

@@ -14,8 +14,9 @@ const statusHelp = `Usage:
 
 Prints the health of the per-user server: its sessions by state (running, ended and kept
 as history), the session limit of one client, the file descriptors it has open and its
-limit (RLIMIT_NOFILE), its resident memory, its connections and uptime. It does not start
-a server.
+limit (RLIMIT_NOFILE), its resident memory, its connections and uptime; then the same
+for each agent's ptyhub mcp, which runs that agent's sessions. It does not start a
+server.
 `
 
 func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -50,5 +51,9 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	fmt.Fprintf(stdout, "sessions   %d running, %d ended (history), in %d pools; limit %d running per client\n", st.Running, st.Exited, st.Pools, st.MaxSessions)
 	fmt.Fprintf(stdout, "fds        %d open of %s (RLIMIT_NOFILE)\n", st.FDs, limit)
 	fmt.Fprintf(stdout, "memory     %.1f MiB resident\n", float64(st.RSSBytes)/(1<<20))
+	for _, h := range st.Hosts {
+		fmt.Fprintf(stdout, "agent      ptyhub mcp pid %d: %d running, %d ended; %d fds; %.1f MiB resident\n",
+			h.PID, h.Running, h.Exited, h.FDs, float64(h.RSSBytes)/(1<<20))
+	}
 	return 0
 }

@@ -1,0 +1,162 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/ptyhub/ptyhub/session"
+)
+
+// fedService is a session.Service with a fixed list of sessions; calls about one of
+// them are recorded, others fail with session.ErrNotFound.
+type fedService struct {
+	name     string
+	sessions []session.Info
+	mu       sync.Mutex
+	wrote    []string
+	lists    int
+	// wait, when set, answers Wait for known ids.
+	wait func(session.WaitRequest) (*session.WaitResult, error)
+}
+
+func (f *fedService) has(id string) bool {
+	return slices.ContainsFunc(f.sessions, func(in session.Info) bool { return sessionIs(in, id) })
+}
+
+func (f *fedService) notFound(id string) error {
+	return fmt.Errorf("%w %s: no such session", session.ErrNotFound, id)
+}
+
+func (f *fedService) Exec(context.Context, session.ExecRequest) (*session.Result, error) {
+	return &session.Result{SessionID: f.name}, nil
+}
+func (f *fedService) Write(_ context.Context, r session.WriteRequest) (*session.Result, error) {
+	if !f.has(r.SessionID) {
+		return nil, f.notFound(r.SessionID)
+	}
+	f.mu.Lock()
+	f.wrote = append(f.wrote, r.SessionID)
+	f.mu.Unlock()
+	return &session.Result{SessionID: r.SessionID, Output: f.name}, nil
+}
+func (f *fedService) Read(_ context.Context, r session.ReadRequest) (*session.Result, error) {
+	if !f.has(r.SessionID) {
+		return nil, f.notFound(r.SessionID)
+	}
+	return &session.Result{SessionID: r.SessionID, Output: f.name}, nil
+}
+func (f *fedService) List(context.Context) (*session.ListResult, error) {
+	f.mu.Lock()
+	f.lists++
+	f.mu.Unlock()
+	return &session.ListResult{Sessions: slices.Clone(f.sessions)}, nil
+}
+func (f *fedService) Kill(_ context.Context, r session.KillRequest) (*session.KillResult, error) {
+	if !f.has(r.SessionID) {
+		return nil, f.notFound(r.SessionID)
+	}
+	return &session.KillResult{SessionID: r.SessionID}, nil
+}
+func (f *fedService) Resize(_ context.Context, r session.ResizeRequest) (*session.ResizeResult, error) {
+	if !f.has(r.SessionID) {
+		return nil, f.notFound(r.SessionID)
+	}
+	return &session.ResizeResult{SessionID: r.SessionID}, nil
+}
+func (f *fedService) Wait(ctx context.Context, r session.WaitRequest) (*session.WaitResult, error) {
+	for _, id := range r.SessionIDs {
+		if !f.has(id) {
+			return nil, f.notFound(id)
+		}
+	}
+	if f.wait != nil {
+		return f.wait(r)
+	}
+	<-ctx.Done()
+	return &session.WaitResult{Result: session.Result{ReturnedBecause: session.BecauseCancelled}}, nil
+}
+func (f *fedService) Watch(context.Context, session.WatchRequest) (*session.WatchResult, error) {
+	return &session.WatchResult{}, nil
+}
+
+func TestFederationRoutes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	local := &fedService{name: "local", sessions: []session.Info{{SessionID: "1", UUID: "aaaa", Name: "mine"}}}
+	// A host lists its own session, and the server lists it too (its host's): one session.
+	host := &fedService{name: "host", sessions: []session.Info{{SessionID: "7", UUID: "bbbb", Name: "dev"}}}
+	srv := &fedService{name: "server", sessions: []session.Info{{SessionID: "9", UUID: "cccc", Name: "dev2"}, {SessionID: "7", UUID: "bbbb", Name: "dev"}}}
+	other := &fedService{name: "other", sessions: []session.Info{{SessionID: "12", UUID: "dddd", Name: "dev"}}}
+	f := &Federation{Local: local, Others: func(context.Context) ([]Member, []string) {
+		return []Member{{Name: "host", Svc: host}, {Name: "the server", Svc: srv}}, []string{"a host that did not answer"}
+	}}
+
+	// Local's own sessions never ask the others.
+	if r, err := f.Write(ctx, session.WriteRequest{SessionID: "mine"}); err != nil || r.Output != "local" {
+		t.Fatalf("write to a local session: %v %+v", err, r)
+	}
+	if host.lists+srv.lists != 0 {
+		t.Errorf("a call about a local session listed the others (%d, %d)", host.lists, srv.lists)
+	}
+	// Another's session, by id, name and UUID prefix: the first that has it.
+	for _, id := range []string{"7", "dev", "bbb"} {
+		if r, err := f.Read(ctx, session.ReadRequest{SessionID: id}); err != nil || r.Output != "host" {
+			t.Errorf("read %q: %v %+v", id, err, r)
+		}
+	}
+	if r, err := f.Kill(ctx, session.KillRequest{SessionID: "9"}); err != nil || r.SessionID != "9" {
+		t.Errorf("kill 9: %v %+v", err, r)
+	}
+	if _, err := f.Resize(ctx, session.ResizeRequest{SessionID: "404"}); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("resize of an unknown session: %v", err)
+	}
+	// One name, two sessions in two processes: ambiguous, nothing written.
+	f2 := &Federation{Local: local, Others: func(context.Context) ([]Member, []string) {
+		return []Member{{Name: "host", Svc: host}, {Name: "other", Svc: other}}, nil
+	}}
+	if _, err := f2.Write(ctx, session.WriteRequest{SessionID: "dev"}); !errors.Is(err, session.ErrInvalid) {
+		t.Errorf("write to an ambiguous name: %v", err)
+	}
+	if len(host.wrote)+len(other.wrote) != 0 {
+		t.Errorf("an ambiguous write reached %v %v", host.wrote, other.wrote)
+	}
+	// The listing: each session once, by id, with the others' warnings.
+	l, err := f.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, in := range l.Sessions {
+		ids = append(ids, in.SessionID)
+	}
+	if !slices.Equal(ids, []string{"1", "7", "9"}) || !slices.Contains(l.Warnings, "a host that did not answer") {
+		t.Errorf("list: %v, warnings %v", ids, l.Warnings)
+	}
+	if r, _ := f.Exec(ctx, session.ExecRequest{}); r.SessionID != "local" {
+		t.Errorf("exec ran in %s", r.SessionID)
+	}
+}
+
+func TestFederationWaitAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	local := &fedService{name: "local", sessions: []session.Info{{SessionID: "1", UUID: "aaaa"}}}
+	host := &fedService{name: "host", sessions: []session.Info{{SessionID: "7", UUID: "bbbb"}},
+		wait: func(r session.WaitRequest) (*session.WaitResult, error) {
+			return &session.WaitResult{Result: session.Result{SessionID: r.SessionIDs[0], ReturnedBecause: session.BecauseExit}}, nil
+		}}
+	f := &Federation{Local: local, Others: func(context.Context) ([]Member, []string) {
+		return []Member{{Name: "host", Svc: host}}, nil
+	}}
+	r, err := f.Wait(ctx, session.WaitRequest{SessionIDs: []string{"1", "7"}})
+	if err != nil || r.SessionID != "7" || r.ReturnedBecause != session.BecauseExit {
+		t.Fatalf("wait over two processes: %v %+v", err, r)
+	}
+	if _, err := f.Wait(ctx, session.WaitRequest{SessionIDs: []string{"1", "404"}}); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("wait naming an unknown session: %v", err)
+	}
+}
