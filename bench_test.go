@@ -6,9 +6,12 @@ import (
 	"io"
 	"os"
 	osexec "os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -84,13 +87,24 @@ func BenchmarkExecTrue(b *testing.B) {
 	report(b, floor, prod)
 }
 
+// pythonExe is the interpreter python3 resolves to (not a wrapper such as pyenv's shim,
+// a bash script whose start-up of ~80 ms varies by several ms here), for floors and
+// ptyhub alike.
+var pythonExe = sync.OnceValue(func() string {
+	out, err := osexec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if p := strings.TrimSpace(string(out)); err == nil && filepath.IsAbs(p) {
+		return p
+	}
+	return "python3"
+})
+
 // wBarePython starts python3 -q on a bare pty; read returns once want was read.
 func wBarePython(b *testing.B) (m *pty.Master, read func(want string), stop func()) {
 	m, slave, err := pty.Open(24, 80)
 	if err != nil {
 		b.Fatal(err)
 	}
-	py := osexec.Command("python3", "-q")
+	py := osexec.Command(pythonExe(), "-q")
 	py.Env = append(os.Environ(), "TERM=xterm-256color", "NO_COLOR=1")
 	py.Stdin, py.Stdout, py.Stderr = slave, slave, slave
 	py.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
@@ -126,7 +140,7 @@ func BenchmarkREPLTurn(b *testing.B) {
 
 	c := benchClient(b)
 	ctx := context.Background()
-	r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"python3", "-q"}, WaitFor: ">>> $"})
+	r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{pythonExe(), "-q"}, WaitFor: ">>> $"})
 	if err != nil || r.ReturnedBecause != session.BecausePattern {
 		b.Fatalf("python3 did not prompt: %v %+v", err, r)
 	}

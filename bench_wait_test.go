@@ -25,7 +25,7 @@ func BenchmarkWaitREPLTurn(b *testing.B) {
 	read(">>> ")
 	c := benchClient(b)
 	ctx := context.Background()
-	r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"python3", "-q"}})
+	r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{pythonExe(), "-q"}})
 	if err != nil || r.ReturnedBecause != session.BecauseWaitingForInput {
 		b.Fatalf("python3 did not prompt: %v %+v", err, r)
 	}
@@ -63,7 +63,7 @@ func BenchmarkWaitExecPython(b *testing.B) {
 		floor = append(floor, time.Since(t0))
 		stop()
 		t0 = time.Now()
-		r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"python3", "-q"}})
+		r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{pythonExe(), "-q"}})
 		prod = append(prod, time.Since(t0))
 		if err != nil || r.ReturnedBecause != session.BecauseWaitingForInput || !strings.HasSuffix(r.Output, ">>> ") {
 			b.Fatalf("exec: %v %+v", err, r)

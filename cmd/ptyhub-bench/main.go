@@ -148,18 +148,26 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		return fmt.Errorf("connect to ptyhub mcp: %w", err)
 	}
 	defer cs.Close()
-	call := func(tool string, a map[string]any) (map[string]any, error) {
+	// timedCall calls a tool and times the call alone (the client's CallTool: request
+	// out, result in and decoded by the SDK), not this program's look at the result.
+	timedCall := func(tool string, a map[string]any) (map[string]any, time.Duration, error) {
+		t0 := time.Now()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: a})
+		d := time.Since(t0)
 		if err != nil {
-			return nil, err
+			return nil, d, err
 		}
 		b, _ := json.Marshal(res.StructuredContent)
 		var out map[string]any
 		json.Unmarshal(b, &out)
 		if res.IsError {
-			return out, fmt.Errorf("%s: tool error: %v", tool, res.Content)
+			return out, d, fmt.Errorf("%s: tool error: %v", tool, res.Content)
 		}
-		return out, nil
+		return out, d, nil
+	}
+	call := func(tool string, a map[string]any) (map[string]any, error) {
+		r, _, err := timedCall(tool, a)
+		return r, err
 	}
 	var figs []figure
 	figs = append(figs, diskFigure(stateDir))
@@ -172,9 +180,7 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 			return err
 		}
 		fl := time.Since(t0)
-		t0 = time.Now()
-		r, err := call("exec_command", map[string]any{"argv": []string{"/bin/true"}})
-		pr := time.Since(t0)
+		r, pr, err := timedCall("exec_command", map[string]any{"argv": []string{"/bin/true"}})
 		if err != nil {
 			return err
 		}
@@ -189,12 +195,12 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 	figs = append(figs, f)
 
 	// The REPL turn, with and without wait_for.
-	if _, err := exec.LookPath("python3"); err == nil {
+	if python != "" {
 		turnFloor, stop, err := replFloor()
 		if err != nil {
 			return err
 		}
-		r, err := call("exec_command", map[string]any{"argv": []string{"python3", "-q"}, "wait_for": ">>> $"})
+		r, err := call("exec_command", map[string]any{"argv": []string{python, "-q"}, "wait_for": ">>> $"})
 		if err != nil {
 			stop()
 			return err
@@ -216,9 +222,7 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 				if wf {
 					a["wait_for"] = ">>> $"
 				}
-				t0 := time.Now()
-				r, err := call("write_stdin", a)
-				pr := time.Since(t0)
+				r, pr, err := timedCall("write_stdin", a)
 				if err != nil {
 					stop()
 					return err
@@ -254,14 +258,12 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		// exec_command of python3 -q until its first prompt.
 		f := figure{name: "exec_command `python3 -q` (no wait_for) until it returns", floorName: "python3 -q on a bare pty until `>>> ` is printed"}
 		because := map[string]int{}
-		for i := 0; i < min(n, 50)+3; i++ {
+		for i := 0; i < min(n, 200)+3; i++ {
 			fl, err := firstPrompt()
 			if err != nil {
 				return err
 			}
-			t0 := time.Now()
-			r, err := call("exec_command", map[string]any{"argv": []string{"python3", "-q"}, "yield_time_ms": 10000})
-			pr := time.Since(t0)
+			r, pr, err := timedCall("exec_command", map[string]any{"argv": []string{python, "-q"}, "yield_time_ms": 10000})
 			if err != nil {
 				return err
 			}
@@ -391,12 +393,27 @@ func bareSpawn(argv ...string) error {
 	return cmd.Wait()
 }
 
+// python is the Python interpreter the REPL figures run, ptyhub and floors alike: the
+// executable python3 resolves to, not a wrapper such as pyenv's shim (a bash script
+// whose start-up, ~80 ms here with a spread of several ms, would drown a difference of a
+// millisecond). "" when there is no python3.
+var python = func() string {
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		return ""
+	}
+	if p := strings.TrimSpace(string(out)); filepath.IsAbs(p) {
+		return p
+	}
+	return "python3"
+}()
+
 func startPython() (*pty.Master, *exec.Cmd, error) {
 	m, slave, err := pty.Open(24, 80)
 	if err != nil {
 		return nil, nil, err
 	}
-	py := exec.Command("python3", "-q")
+	py := exec.Command(python, "-q")
 	py.Env = append(os.Environ(), "TERM=xterm-256color", "NO_COLOR=1")
 	py.Stdin, py.Stdout, py.Stderr = slave, slave, slave
 	py.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
