@@ -28,6 +28,8 @@ var benchInputs = []struct {
 		return fmt.Sprintf("%d: héllo wörld — ünïcödé “quotes” € 日本語テキスト 😀\r\n", i)
 	})},
 	{"osc", append(append([]byte("\x1b]0;"), bytes.Repeat([]byte("x"), 1<<20)...), '\a')},
+	// A flood without newlines (head -c N /dev/zero | tr '\0' a).
+	{"flood", bytes.Repeat([]byte("a"), 1<<20)},
 }
 
 func repeatTo(f func(int) string) []byte {

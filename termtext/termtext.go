@@ -105,7 +105,12 @@ const (
 // Converter converts a stream of raw terminal output to text. The zero value
 // is ready to use. A Converter is not safe for concurrent use.
 type Converter struct {
-	line  []rune // cells of the current line (blank: erased, never written)
+	line []rune // cells of the current line (blank: erased, never written)
+	// tail is printable ASCII that follows line, kept as bytes until something other
+	// than more of it arrives (materialize): a long plain line (a flood) is copied, not
+	// put in cells and read back. While it is not empty the cursor is at its end and no
+	// "\r", concealment or emitted part (shown) is pending.
+	tail  []byte
 	shown []rune // the part of the current line already emitted by Flush
 	cur   int    // cursor column; may be past len(line) (blanks are added lazily)
 	saved int    // column saved by ESC 7 / CSI s
@@ -166,11 +171,7 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 					// the line in this chunk ("\n" or "\r\n") is the line's text as it
 					// is; one longer than a line is emitted a line's length at a time.
 					// Both give what the cells would.
-					j := i + 1
-					lim := min(len(raw), i+maxLine+1)
-					for j < lim && raw[j] >= 0x20 && raw[j] < 0x7f {
-						j++
-					}
+					j := printableRun(raw, i+1, min(len(raw), i+maxLine+1))
 					if j-i > maxLine {
 						dst = append(dst, raw[i:i+maxLine]...)
 						i += maxLine - 1
@@ -188,26 +189,38 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 						continue
 					}
 				}
-				if !c.cr && !c.conceal && c.cur == len(c.line) && c.cur < maxLine {
-					// Fast path: a run of printable ASCII appended at the
-					// end of the line.
-					j := i + 1
-					lim := min(len(raw), i+maxLine-c.cur)
-					for j < lim && raw[j] >= 0x20 && raw[j] < 0x7f {
-						j++
+				if len(c.tail) > 0 || !c.cr && !c.conceal && c.cur == len(c.line) && c.cur < maxLine {
+					// Fast path: a run of printable ASCII appended at the end of the line.
+					if c.cur >= maxLine { // the tail filled the line: emit it as it stands (as putCell does)
+						dst = append(appendRunes(dst, c.line), c.tail...)
+						c.line, c.tail, c.cur = c.line[:0], c.tail[:0], 0
 					}
-					base := len(c.line)
-					c.line = grow(c.line, j-i)
-					l := c.line[base : base+j-i]
-					for k, ch := range raw[i:j] {
-						l[k] = rune(ch)
+					j := printableRun(raw, i+1, min(len(raw), i+maxLine-c.cur))
+					if len(c.tail) > 0 || j == len(raw) && len(c.shown) == 0 {
+						// A run that reaches the end of this chunk on a line nothing of
+						// which was emitted (a long line, a flood), or follows one, goes
+						// to the tail as bytes.
+						c.tail = append(c.tail, raw[i:j]...)
+					} else {
+						base := len(c.line)
+						c.line = grow(c.line, j-i)
+						l := c.line[base : base+j-i]
+						for k, ch := range raw[i:j] {
+							l[k] = rune(ch)
+						}
 					}
-					c.cur = len(c.line)
+					c.cur += j - i
 					i = j - 1
 					continue
 				}
 				dst = c.put(dst, rune(b))
 				continue
+			}
+			// Not printable ASCII: the line goes back to cells. (The tail is empty in
+			// every other state: only these bytes leave the ground state or start a
+			// character.)
+			if len(c.tail) > 0 {
+				c.materialize()
 			}
 			if b >= 0x80 {
 				// Fast path: a whole valid character in this chunk.
@@ -329,6 +342,7 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 // continuing the line is not repeated. An incomplete UTF-8 character or
 // escape sequence at the end is not emitted; it is kept for the next Write.
 func (c *Converter) Flush(dst []byte) []byte {
+	c.materialize()
 	s := c.content()
 	if len(c.shown) > 0 && hasPrefix(s, c.shown) {
 		dst = appendRunes(dst, s[len(c.shown):])
@@ -346,6 +360,7 @@ func (c *Converter) Flush(dst []byte) []byte {
 // Pending returns what [Converter.Flush] would append now, without changing
 // any state. It is meant for matching patterns against an unfinished line.
 func (c *Converter) Pending() []byte {
+	c.materialize() // the same line, in cells
 	return c.appendPending(nil)
 }
 
@@ -353,12 +368,13 @@ func (c *Converter) Pending() []byte {
 // UTF-8 character at the end becomes U+FFFD. An unterminated escape sequence
 // is dropped. Afterwards the Converter is reset and can convert a new stream.
 func (c *Converter) Close(dst []byte) []byte {
+	c.materialize()
 	if c.st == sGround && c.need > 0 {
 		c.need = 0
 		dst = c.put(dst, utf8.RuneError)
 	}
 	dst = c.Flush(dst)
-	*c = Converter{line: c.line[:0], shown: c.shown[:0]}
+	*c = Converter{line: c.line[:0], shown: c.shown[:0], tail: c.tail[:0]}
 	return dst
 }
 
@@ -366,6 +382,29 @@ func (c *Converter) Close(dst []byte) []byte {
 func String(raw []byte) string {
 	var c Converter
 	return string(c.Close(c.Write(nil, raw)))
+}
+
+// printableRun returns the end of the run of printable ASCII in raw[from:lim] (lim ≤
+// len(raw)).
+func printableRun(raw []byte, from, lim int) int {
+	raw = raw[:lim]
+	for from < len(raw) && raw[from] >= 0x20 && raw[from] < 0x7f {
+		from++
+	}
+	return from
+}
+
+// materialize moves the tail into the line's cells.
+func (c *Converter) materialize() {
+	if len(c.tail) == 0 {
+		return
+	}
+	base := len(c.line)
+	c.line = grow(c.line, len(c.tail))
+	for k, ch := range c.tail {
+		c.line[base+k] = rune(ch)
+	}
+	c.tail = c.tail[:0]
 }
 
 // content is the current line without the blanks trailing at or after the
@@ -727,7 +766,7 @@ func appendRunes(dst []byte, rs []rune) []byte {
 // InLine reports, without allocating, whether a line is in progress: output since the
 // last newline that later output may still change. Callers that map text back to raw
 // offsets use it to know that the next text may stem from earlier bytes.
-func (c *Converter) InLine() bool { return len(c.line) > 0 || c.need > 0 }
+func (c *Converter) InLine() bool { return len(c.line) > 0 || len(c.tail) > 0 || c.need > 0 }
 
 // AtLineStart reports whether the converter is between lines: no line in progress and
 // no escape sequence under way. A fresh Converter fed the stream from here on produces

@@ -538,3 +538,34 @@ func firstDiff(a, b string) int {
 	}
 	return min(len(a), len(b))
 }
+
+// Long plain lines whose runs reach the end of a read are kept as bytes (the tail) until
+// something else arrives; the text is that of cells whatever the read sizes: a line is
+// emitted when it is full and another character comes, and a "\r", a backspace or an
+// erase still reach the characters printed before it.
+func TestLongLinesInReads(t *testing.T) {
+	t.Parallel()
+	a := func(n int) string { return strings.Repeat("a", n) }
+	tests := []struct{ raw, want string }{
+		{a(4096) + "\rXY\n", "XY" + a(4094) + "\n"},
+		{a(4097) + "\n", a(4097) + "\n"},
+		{a(4096) + "\x1b[K\n", a(4096) + "\n"},
+		{a(5000) + "\rZ\n", a(4096) + "Z" + a(903) + "\n"},
+		{a(3000) + "\x1b[1Kb\n", strings.Repeat(" ", 3000) + "b\n"},
+		{a(8192) + "\b\bXY\n", a(4096) + a(4094) + "XY\n"},
+		{a(4000) + "é" + a(200) + "\n", a(4000) + "é" + a(95) + a(105) + "\n"},
+		{"ab" + a(5000), "ab" + a(4094) + a(906)},
+	}
+	for _, tc := range tests {
+		for _, n := range []int{1, 7, 100, 4095, 4096, 5000, len(tc.raw)} {
+			var c Converter
+			var out []byte
+			for i := 0; i < len(tc.raw); i += n {
+				out = c.Write(out, []byte(tc.raw[i:min(i+n, len(tc.raw))]))
+			}
+			if got := string(c.Close(out)); got != tc.want {
+				t.Errorf("%d-byte reads of %.20q… (%d bytes): got %d bytes %.40q…, want %d bytes %.40q…", n, tc.raw, len(tc.raw), len(got), got, len(tc.want), tc.want)
+			}
+		}
+	}
+}
