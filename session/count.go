@@ -19,10 +19,14 @@ import (
 // all its bytes) times the sample's exact tokens per estimated token.
 // On text of one kind (logs, JSON, code, CJK, base64, coloured output) that is within
 // 1% of the exact count, at the cost of counting an eighth of the first 4 MiB and a few
-// KiB per MiB beyond.
+// KiB per MiB beyond. Of a 16 MiB block (past 64 MiB) only the first estimateSpan bytes
+// are estimated, and the estimate is scaled to the block: the cheap estimate runs at
+// ~0.7 GB/s, which on a 1 GiB flood cost ~1.4 s of CPU beside a reader that the pty
+// holds to ~0.1 GB/s.
 const (
-	countExact  = 32 << 10
-	countSample = 4 << 10
+	countExact   = 32 << 10
+	countSample  = 4 << 10
+	estimateSpan = 1 << 20
 )
 
 // countBlock is the size of the block that starts p bytes past the range's start:
@@ -49,6 +53,8 @@ type tokenCounter struct {
 	sampled              bool    // the current block's sample is complete and counted
 	perMilli             float64 // the sample's exact tokens per estimated milli-token
 	blockEst             truncate.Estimator
+	blockEstBytes        int64   // bytes of the current block given to blockEst
+	span                 int64   // estimateSpan, unless set (tests)
 	est                  float64 // tokens charged to finished blocks
 }
 
@@ -77,7 +83,11 @@ func (c *tokenCounter) stream(p []byte) {
 			c.blockStart, c.blockEnd = c.pos, c.pos+countBlock(c.pos)
 		}
 		k := min(int64(len(p)), c.blockEnd-c.pos)
-		c.blockEst.Write(p[:k])
+		if span := c.estimated(); c.blockEstBytes < span {
+			e := min(k, span-c.blockEstBytes)
+			c.blockEst.Write(p[:e])
+			c.blockEstBytes += e
+		}
 		if !c.sampled {
 			c.sample = append(c.sample, p[:k]...)
 			c.trySample(false)
@@ -124,6 +134,18 @@ func (c *tokenCounter) trySample(end bool) {
 	c.sampled, c.sample = true, c.sample[:0]
 }
 
+// estimated is how much of the current block the cheap estimate covers: all of it, but
+// of a 16 MiB block its first estimateSpan bytes.
+func (c *tokenCounter) estimated() int64 {
+	if n := c.blockEnd - c.blockStart; n > 1<<20 {
+		if c.span > 0 {
+			return min(c.span, n)
+		}
+		return estimateSpan
+	}
+	return c.blockEnd - c.blockStart
+}
+
 // finishBlock charges the block that ends at pos.
 func (c *tokenCounter) finishBlock() {
 	if c.pos <= c.blockStart {
@@ -132,8 +154,12 @@ func (c *tokenCounter) finishBlock() {
 	if !c.sampled {
 		c.trySample(true)
 	}
-	c.est += c.perMilli * float64(c.blockEst.Milli())
-	c.sampled, c.perMilli, c.blockEst = false, 0, truncate.Estimator{}
+	milli := float64(c.blockEst.Milli())
+	if c.blockEstBytes > 0 && c.blockEstBytes < c.pos-c.blockStart {
+		milli *= float64(c.pos-c.blockStart) / float64(c.blockEstBytes) // the estimated part stands for the block
+	}
+	c.est += c.perMilli * milli
+	c.sampled, c.perMilli, c.blockEst, c.blockEstBytes = false, 0, truncate.Estimator{}, 0
 }
 
 // tokens returns the count of everything written. The counter must not be written to
