@@ -73,6 +73,7 @@
 package termtext
 
 import (
+	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -194,6 +195,8 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 					if c.cur >= maxLine { // the tail filled the line: emit it as it stands (as putCell does)
 						dst = append(appendRunes(dst, c.line), c.tail...)
 						c.line, c.tail, c.cur = c.line[:0], c.tail[:0], 0
+						i-- // this byte again, now at a segment's start (the fastest path)
+						continue
 					}
 					j := printableRun(raw, i+1, min(len(raw), i+maxLine-c.cur))
 					if len(c.tail) > 0 || j == len(raw) && len(c.shown) == 0 {
@@ -384,10 +387,20 @@ func String(raw []byte) string {
 	return string(c.Close(c.Write(nil, raw)))
 }
 
-// printableRun returns the end of the run of printable ASCII in raw[from:lim] (lim ≤
-// len(raw)).
+// printableRun returns the end of the run of printable ASCII (0x20–0x7e) in
+// raw[from:lim] (lim ≤ len(raw)), eight bytes at a time while it can.
 func printableRun(raw []byte, from, lim int) int {
 	raw = raw[:lim]
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for from+8 <= len(raw) {
+		w := binary.LittleEndian.Uint64(raw[from:])
+		below := (w - ones*0x20) &^ w & highs // some byte < 0x20
+		above := ((w + ones) | w) & highs     // some byte > 0x7e
+		if below|above != 0 {
+			break
+		}
+		from += 8
+	}
 	for from < len(raw) && raw[from] >= 0x20 && raw[from] < 0x7f {
 		from++
 	}
