@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -507,11 +508,11 @@ func appendJSONString(dst, data []byte) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(data); {
-		b := data[i]
-		if b >= 0x20 && b != '"' && b != '\\' && b < utf8.RuneSelf {
-			i++
-			continue
+		i = plainRun(data, i)
+		if i >= len(data) {
+			break
 		}
+		b := data[i]
 		if b < utf8.RuneSelf {
 			dst = append(dst, data[start:i]...)
 			switch b {
@@ -542,4 +543,31 @@ func appendJSONString(dst, data []byte) []byte {
 	}
 	dst = append(dst, data[start:]...)
 	return append(dst, '"')
+}
+
+// plainRun returns the end of the run of bytes from i that a JSON string holds as they
+// are (printable ASCII but '"' and '\\'), eight bytes at a time while it can.
+func plainRun(p []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for i+8 <= len(p) {
+		w := binary.LittleEndian.Uint64(p[i:])
+		below := (w - ones*0x20) &^ w & highs // some byte < 0x20
+		high := w & highs                     // some byte ≥ 0x80
+		q := w ^ ones*'"'
+		quote := (q - ones) &^ q & highs // some byte == '"'
+		bs := w ^ ones*'\\'
+		slash := (bs - ones) &^ bs & highs // some byte == '\\'
+		if below|high|quote|slash != 0 {
+			break
+		}
+		i += 8
+	}
+	for i < len(p) {
+		b := p[i]
+		if b < 0x20 || b == '"' || b == '\\' || b >= utf8.RuneSelf {
+			break
+		}
+		i++
+	}
+	return i
 }

@@ -1,0 +1,52 @@
+package transcript
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// appendJSONString gives a JSON string that decodes to the input, with one U+FFFD for
+// each byte that is not part of valid UTF-8, for any mix of plain runs (taken eight
+// bytes at a time), escapes, multi-byte characters and invalid bytes, at any alignment.
+func TestAppendJSONString(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 4))
+	pieces := []string{"a", "plain text ", "\"", "\\", "\n", "\r\n", "\t", "\x00", "\x1b[31m", "\x7f",
+		"é", "日本", "😀", "\xff", "\xe2\x82", "\xc3", strings.Repeat("x", 17)}
+	for range 5000 {
+		var b strings.Builder
+		for range r.IntN(12) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		in := []byte(b.String())
+		var want strings.Builder
+		for p := in; len(p) > 0; {
+			c, size := utf8.DecodeRune(p)
+			want.WriteRune(c) // RuneError (U+FFFD) for an invalid byte, size 1
+			p = p[size:]
+		}
+		out := appendJSONString(nil, in)
+		var got string
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%q → %s: not JSON: %v", in, out, err)
+		}
+		if got != want.String() {
+			t.Fatalf("%q → %s decodes to %q, want %q", in, out, got, want.String())
+		}
+		if !utf8.Valid(out) {
+			t.Fatalf("%q → invalid UTF-8 %q", in, out)
+		}
+	}
+}
+
+func BenchmarkAppendJSONString(b *testing.B) {
+	flood := []byte(strings.Repeat("a", 64<<10))
+	b.SetBytes(int64(len(flood)))
+	dst := make([]byte, 0, 2*len(flood))
+	for b.Loop() {
+		dst = appendJSONString(dst[:0], flood)
+	}
+}
