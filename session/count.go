@@ -55,6 +55,11 @@ type tokenCounter struct {
 	blockEst             truncate.Estimator
 	blockEstBytes        int64   // bytes of the current block given to blockEst
 	span                 int64   // estimateSpan, unless set (tests)
+	// lastSample is the previous block's counted sample and lastPerMilli its ratio: a
+	// block whose sample is the same bytes (a flood of one line, `yes`) reuses it
+	// instead of tokenizing them again.
+	lastSample   []byte
+	lastPerMilli float64
 	est                  float64 // tokens charged to finished blocks
 }
 
@@ -122,6 +127,10 @@ func (c *tokenCounter) trySample(end bool) {
 			to = min(len(s), to+1<<10)
 		}
 	}
+	if c.lastSample != nil && bytes.Equal(s[from:to], c.lastSample) {
+		c.perMilli, c.sampled, c.sample = c.lastPerMilli, true, c.sample[:0]
+		return
+	}
 	var est truncate.Estimator
 	est.Write(s[from:to])
 	if to <= from || est.Milli() == 0 {
@@ -131,6 +140,7 @@ func (c *tokenCounter) trySample(end bool) {
 	var conv termtext.Converter
 	text := conv.Close(conv.Write(nil, s[from:to]))
 	c.perMilli = float64(truncate.Count(string(text))) / float64(est.Milli())
+	c.lastSample, c.lastPerMilli = append(c.lastSample[:0], s[from:to]...), c.perMilli
 	c.sampled, c.sample = true, c.sample[:0]
 }
 
