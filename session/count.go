@@ -53,14 +53,14 @@ type tokenCounter struct {
 	sampled              bool    // the current block's sample is complete and counted
 	perMilli             float64 // the sample's exact tokens per estimated milli-token
 	blockEst             truncate.Estimator
-	blockEstBytes        int64   // bytes of the current block given to blockEst
-	span                 int64   // estimateSpan, unless set (tests)
+	blockEstBytes        int64 // bytes of the current block given to blockEst
+	span                 int64 // estimateSpan, unless set (tests)
 	// lastSample is the previous block's counted sample and lastPerMilli its ratio: a
 	// block whose sample is the same bytes (a flood of one line, `yes`) reuses it
 	// instead of tokenizing them again.
 	lastSample   []byte
 	lastPerMilli float64
-	est                  float64 // tokens charged to finished blocks
+	est          float64 // tokens charged to finished blocks
 }
 
 // write adds raw bytes (the next ones of the range).
