@@ -108,7 +108,7 @@ type ReadRequest struct {
 type KillRequest struct {
 	SessionID string `json:"session_id" jsonschema:"session id: the short number, the UUID, or a unique UUID prefix"`
 	Signal    string `json:"signal,omitempty" jsonschema:"send only this signal (INT, TERM, KILL, HUP, QUIT, USR1, ...) instead of ending every process of the session; INT goes to the foreground process group"`
-	Remove    bool   `json:"remove,omitempty" jsonschema:"forget the session after ending it (its output is no longer readable)"`
+	Remove    bool   `json:"remove,omitempty" jsonschema:"forget the session after ending it: it leaves list_sessions (its transcript stays on disk)"`
 }
 
 // ResizeRequest is the input of resize_session.

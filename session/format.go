@@ -223,7 +223,7 @@ func (k *KillResult) Text() string {
 		fmt.Fprintf(&b, "Processes that outlived the session's main process were killed: %s\n", survivorList(k.Survivors))
 	}
 	if k.Removed {
-		fmt.Fprintf(&b, "Session %s removed; its output is no longer readable\n", k.SessionID)
+		fmt.Fprintf(&b, "Session %s removed; its transcript stays on disk\n", k.SessionID)
 	}
 	k.Notices.writeText(&b)
 	return strings.TrimSuffix(b.String(), "\n")

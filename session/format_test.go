@@ -211,7 +211,7 @@ func TestKillResultText(t *testing.T) {
 				Survivors: []Survivor{{PID: 9, Command: "sleep 60"}}},
 			want: "Session 3 ended: exit code 0\n" +
 				"Processes that outlived the session's main process were killed: 9 sleep 60\n" +
-				"Session 3 removed; its output is no longer readable",
+				"Session 3 removed; its transcript stays on disk",
 		},
 		{
 			name: "signal, still running",

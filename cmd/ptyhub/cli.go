@@ -94,10 +94,12 @@ func (k *keysFlag) Set(v string) error { *k = append(*k, v); return nil }
 const writeHelp = `Usage:
   ptyhub write ID [TEXT] [--key KEY]... [--close-stdin] [--yield 250ms] [--json]
 
-Types TEXT (as is: add \n yourself, or --key Enter) and then the named keys into session
-ID (its number, UUID or a unique UUID prefix), then prints what the program printed
-since the agent's last call, as the write_stdin tool does. Keys are tmux-style names:
-Enter, Tab, Escape, Up, C-c, C-d, M-x, F1... Without TEXT and keys it just polls.
+Types TEXT and then the named keys into session ID (its number, name, UUID or a unique
+UUID prefix), then prints what the program printed since the last call, as the
+write_stdin tool does (the session has one read position, which the agent's calls move
+too). TEXT is typed as it is: a shell passes "echo hi\n" as a backslash and an n, so end
+a line with --key Enter (or $'echo hi\n' in bash). Keys are tmux-style names: Enter,
+Tab, Escape, Up, C-c, C-d, M-x, F1... Without TEXT and keys it just polls.
 `
 
 func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {

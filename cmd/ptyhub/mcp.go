@@ -22,7 +22,8 @@ const mcpHelp = `Usage:
   ptyhub mcp [--host HOST] [--workdir DIR] [--pass-env NAME]... [--embedded] [--keep] [--socket PATH] [--verbose]
 
 Serves ptyhub's MCP tools (exec_command, write_stdin, read_output, list_sessions,
-kill_session, resize_session) on stdin and stdout, for a coding agent that starts it:
+kill_session, resize_session, wait_sessions) on stdin and stdout, for a coding agent
+that starts it:
 
   claude mcp add ptyhub -- ptyhub mcp
   codex mcp add ptyhub -- ptyhub mcp

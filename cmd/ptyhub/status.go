@@ -47,8 +47,8 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if st.FDLimit > 0 {
 		limit = fmt.Sprint(st.FDLimit)
 	}
-	fmt.Fprintf(stdout, "server     pid %d, %s, up %s, %d connections\n", st.PID, st.Version, (time.Duration(st.UptimeMs) * time.Millisecond).Round(time.Second), st.Connections)
-	fmt.Fprintf(stdout, "sessions   %d running, %d ended (history), in %d pools; limit %d running per client\n", st.Running, st.Exited, st.Pools, st.MaxSessions)
+	fmt.Fprintf(stdout, "server     pid %d, %s, up %s, %s\n", st.PID, st.Version, (time.Duration(st.UptimeMs) * time.Millisecond).Round(time.Second), plural(st.Connections, "connection"))
+	fmt.Fprintf(stdout, "sessions   %d running, %d ended (history), in %s; limit %d running per client\n", st.Running, st.Exited, plural(st.Pools, "pool"), st.MaxSessions)
 	fmt.Fprintf(stdout, "fds        %d open of %s (RLIMIT_NOFILE)\n", st.FDs, limit)
 	fmt.Fprintf(stdout, "memory     %.1f MiB resident\n", float64(st.RSSBytes)/(1<<20))
 	for _, h := range st.Hosts {
@@ -56,4 +56,12 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 			h.PID, h.Running, h.Exited, h.FDs, float64(h.RSSBytes)/(1<<20))
 	}
 	return 0
+}
+
+// plural is "1 thing" or "N things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
