@@ -124,6 +124,14 @@ func TestHostedSessions(t *testing.T) {
 	if got := h.ok("read", shID); !strings.Contains(got, "from-human-42") || !strings.Contains(got, "by-name-9") {
 		t.Errorf("ptyhub read of the agent's shell: %q", got)
 	}
+	// The agent still gets what the human's writes printed, and is told someone typed.
+	poll := a.call("write_stdin", map[string]any{"session_id": shID, "wait_for": `by-name-9`, "yield_time_ms": 30000})
+	if out, _ := poll["output"].(string); !strings.Contains(out, "from-human-42") || !strings.Contains(out, "by-name-9") {
+		t.Errorf("the agent's poll after the human's writes: %q", out)
+	}
+	if n, _ := poll["human_input_bytes"].(float64); n == 0 {
+		t.Errorf("the agent is not told the human typed: %v", poll)
+	}
 	if got := h.ok("logs", seqID); !strings.HasPrefix(got, "1\n2\n3\n4\n5\n") {
 		t.Errorf("ptyhub logs of the agent's finished session: %q", got)
 	}

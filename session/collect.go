@@ -42,6 +42,10 @@ type collectOpts struct {
 	// needNews: waiting for input counts only once output arrived in this call (an empty
 	// poll waits for news; a program that already waited when the call began is no news).
 	needNews bool
+	// from, when set, makes the collect read from that offset with a read position of
+	// its own (a write by someone other than the session's owner, Client.Write): the
+	// owner's position, converter and line state are left as they were.
+	from *int64
 }
 
 // collected is the outcome of a collect.
@@ -54,6 +58,9 @@ type collected struct {
 	finished bool // the stream ended and everything was converted
 	// waitMethod says how waiting for input was decided (Result.WaitDetection).
 	waitMethod string
+	// foreign: read with a position of its own (collectOpts.from); the owner's facts
+	// (typed input, a reported exit) are not consumed.
+	foreign bool
 }
 
 // collect reads from the agent cursor until the program exits (and its output is
@@ -63,6 +70,11 @@ type collected struct {
 func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	s.collectMu.Lock()
 	defer s.collectMu.Unlock()
+	if o.from != nil {
+		cursor, conv, lineFrom := s.cursor, s.conv, s.lineFrom
+		s.cursor, s.conv, s.lineFrom = *o.from, termtext.Converter{}, *o.from
+		defer func() { s.cursor, s.conv, s.lineFrom = cursor, conv, lineFrom }()
+	}
 
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
@@ -76,7 +88,7 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	}
 	matched := false
 	looked := false // the pattern has been tried on what was there when the call began
-	res := collected{from: s.cursor}
+	res := collected{from: s.cursor, foreign: o.from != nil}
 	// A flood (the result is already being cut and no pattern needs the text): only the
 	// last rawKeep bytes can still reach the tail, so they are kept raw and converted at
 	// the end; what passes before them is accounted for raw (truncate.SkipRaw).

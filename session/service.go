@@ -79,7 +79,9 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 	var skip *Session
 	if state == StateExited {
 		s.mu.Lock()
-		s.reported = true
+		if !col.foreign {
+			s.reported = true
+		}
 		r.Survivors = append([]Survivor(nil), s.survivors...)
 		r.DurationMs = float64(s.exitedAt.Sub(s.started).Microseconds()) / 1000
 		s.mu.Unlock()
@@ -101,7 +103,9 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 			warns = append(warns, fmt.Sprintf("process %d (%s) in the foreground is stopped (SIGSTOP or SIGTSTP) and nothing will continue it; send it SIGCONT to resume it", pid, proc.CommandLine(pid)))
 		}
 	}
-	r.HumanInputBytes = s.takeHumanInput()
+	if !col.foreign {
+		r.HumanInputBytes = s.takeHumanInput()
+	}
 	if r.OutputStopped = s.outputStopped(); r.OutputStopped {
 		warns = append(warns, "output is stopped: a ^S (XOFF) was typed and the terminal has flow control on; send \u0011 (C-q) to resume")
 	}
@@ -247,6 +251,15 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 	warns := appendNonEmpty(nil, ywarn, bwarn)
 	s.begin()
 	defer s.end()
+	// Someone else's session (a human's ptyhub write into an agent's session, an agent's
+	// write into a human's): this call reads from where its input goes in, with a
+	// position of its own, and its input counts as typed by someone else in the owner's
+	// next result, so the owner loses nothing it has not read.
+	var from *int64
+	if s.ownedByOther(c) {
+		end := s.hub.End()
+		from = &end
+	}
 	if s.isExited() {
 		// One answer whatever path reported the exit (this call's client, another one,
 		// kill_session): input is refused; a poll gets the exit and what is left unread.
@@ -263,7 +276,7 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 			}
 			return nil, fmt.Errorf("%w: session %d (%s) %s; nothing was written%s", ErrExited, s.id, s.command, s.exitText(), left)
 		}
-		col := s.collect(ctx, collectOpts{deadline: t0, budget: budget, pattern: re})
+		col := s.collect(ctx, collectOpts{deadline: t0, budget: budget, pattern: re, from: from})
 		return c.result(s, t0, col, warns), nil
 	}
 	echo := s.echoOf(data, re)
@@ -283,6 +296,9 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 			}
 		}
 		var iw []string
+		if from != nil {
+			s.att.input.Add(int64(len(data)))
+		}
 		job, iw, err = s.input(data, req.CloseStdin)
 		warns = append(warns, iw...)
 		if err != nil {
@@ -306,7 +322,7 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 		timer.Stop()
 	}
 	poll := len(data) == 0 && !req.CloseStdin
-	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re, needNews: poll, echo: echo})
+	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re, needNews: poll, echo: echo, from: from})
 	r := c.result(s, t0, col, warns)
 	if job != nil {
 		if q := len(job.data) - int(job.written.Load()); q > 0 {
@@ -661,4 +677,14 @@ func appendNonEmpty(list []string, items ...string) []string {
 		}
 	}
 	return list
+}
+
+// ownedByOther reports whether s belongs to a client of another pool than c (an agent's
+// session and a CLI connection, or the reverse); sessions of one pool (the CLI's
+// commands, one after another) share the session's read position.
+func (s *Session) ownedByOther(c *Client) bool {
+	s.mu.Lock()
+	owner := s.owner
+	s.mu.Unlock()
+	return owner != nil && owner != c && owner.pool != c.pool
 }

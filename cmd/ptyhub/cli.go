@@ -96,8 +96,9 @@ const writeHelp = `Usage:
 
 Types TEXT and then the named keys into session ID (its number, name, UUID or a unique
 UUID prefix), then prints what the program printed since the last call, as the
-write_stdin tool does (the session has one read position, which the agent's calls move
-too). TEXT is typed as it is: a shell passes "echo hi\n" as a backslash and an n, so end
+write_stdin tool does. Into a session an agent started, it prints what followed this
+input and leaves the agent's read position alone (the agent still gets that output, and
+is told a human typed). TEXT is typed as it is: a shell passes "echo hi\n" as a backslash and an n, so end
 a line with --key Enter (or $'echo hi\n' in bash). Keys are tmux-style names: Enter,
 Tab, Escape, Up, C-c, C-d, M-x, F1... Without TEXT and keys it just polls.
 `
