@@ -72,6 +72,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if fs.NArg() > 0 {
 		return usageError(stderr, "mcp", fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
+	hostingProcs()
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelDebug

@@ -88,6 +88,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if fs.NArg() > 0 {
 		return usageError(stderr, "serve", fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
+	hostingProcs()
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
