@@ -121,22 +121,11 @@ func (f *Federation) List(ctx context.Context) (*session.ListResult, error) {
 		return f.Local.List(ctx)
 	}
 	members, warns := f.Others(ctx)
-	type answer struct {
-		r   *session.ListResult
-		err error
-	}
-	answers := make([]answer, len(members))
-	var wg sync.WaitGroup
-	for i, m := range members {
-		wg.Go(func() {
-			lctx, cancel := context.WithTimeout(ctx, hostCallTimeout)
-			defer cancel()
-			r, err := m.Svc.List(lctx)
-			answers[i] = answer{r, err}
-		})
-	}
+	var answers []listAnswer
+	done := make(chan struct{})
+	go func() { answers = listEach(ctx, members); close(done) }() // owned by this call
 	res, err := f.Local.List(ctx)
-	wg.Wait()
+	<-done
 	if err != nil {
 		return nil, err
 	}
@@ -168,4 +157,26 @@ func (f *Federation) List(ctx context.Context) (*session.ListResult, error) {
 		return a < b
 	})
 	return res, nil
+}
+
+// listAnswer is one member's listing, or why it has none.
+type listAnswer struct {
+	r   *session.ListResult
+	err error
+}
+
+// listEach lists every member at once, each within hostCallTimeout.
+func listEach(ctx context.Context, members []Member) []listAnswer {
+	answers := make([]listAnswer, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Go(func() {
+			lctx, cancel := context.WithTimeout(ctx, hostCallTimeout)
+			defer cancel()
+			r, err := m.Svc.List(lctx)
+			answers[i] = listAnswer{r, err}
+		})
+	}
+	wg.Wait()
+	return answers
 }

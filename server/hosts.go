@@ -246,24 +246,17 @@ func locate(ctx context.Context, members []Member, id string) (*Member, error) {
 		return nil, nil
 	}
 	hits := make([]string, len(members)) // the UUID each member has under id
-	var wg sync.WaitGroup
-	for i, m := range members {
-		wg.Go(func() {
-			lctx, cancel := context.WithTimeout(ctx, hostCallTimeout)
-			defer cancel()
-			l, err := m.Svc.List(lctx)
-			if err != nil {
-				return
+	for i, a := range listEach(ctx, members) {
+		if a.err != nil {
+			continue
+		}
+		for _, in := range a.r.Sessions {
+			if sessionIs(in, id) {
+				hits[i] = in.UUID
+				break
 			}
-			for _, in := range l.Sessions {
-				if sessionIs(in, id) {
-					hits[i] = in.UUID
-					return
-				}
-			}
-		})
+		}
 	}
-	wg.Wait()
 	var first *Member
 	var names []string
 	uuids := map[string]bool{}

@@ -132,16 +132,11 @@ func runMCPClient(ctx context.Context, socket *target, keep bool, caller *sessio
 		return exitError
 	}
 	log.Debug("serving MCP on stdio", "server_pid", client.ServerPID())
-	// Other hosts are reached on first use, each over one connection that this client
-	// owns under one token, so a dropped connection gives its sessions a grace period.
-	multi := &remote.Multi{Local: client, DefaultHost: socket.hostSpec(ctx),
-		Options: remote.Options{Name: "mcp", Own: true, Token: remote.NewToken()}}
-	if multi.DefaultHost != "" {
-		if _, err := remote.Resolve(multi.DefaultHost, nil); err != nil {
-			fmt.Fprintf(stderr, "ptyhub mcp: --host: %s\n", oneLine(err.Error()))
-			client.Close(ctx, false)
-			return exitUsage
-		}
+	multi, err := agentHosts(ctx, client, socket)
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", err)
+		client.Close(ctx, false)
+		return exitUsage
 	}
 	// The servers end this client's sessions (unless keep) before answering the close.
 	return serveMCP(ctx, multi, stdin, stdout, stderr, log, func(cctx context.Context) {
@@ -190,16 +185,13 @@ func runMCPHosted(ctx context.Context, socket *target, caller *session.Caller, s
 	log.Debug("serving MCP on stdio", "host_socket", host.Path())
 	user := &userServer{socket: socket.socket}
 	fed := &server.Federation{Local: client, Others: user.members}
-	multi := &remote.Multi{Local: fed, DefaultHost: socket.hostSpec(ctx),
-		Options: remote.Options{Name: "mcp", Own: true, Token: remote.NewToken()}}
-	if multi.DefaultHost != "" {
-		if _, err := remote.Resolve(multi.DefaultHost, nil); err != nil {
-			fmt.Fprintf(stderr, "ptyhub mcp: --host: %s\n", oneLine(err.Error()))
-			stopHost()
-			<-hostDone
-			mgr.Close(context.Background())
-			return exitUsage
-		}
+	multi, err := agentHosts(ctx, fed, socket)
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", err)
+		stopHost()
+		<-hostDone
+		mgr.Close(context.Background())
+		return exitUsage
 	}
 	return serveMCP(ctx, multi, stdin, stdout, stderr, log, func(cctx context.Context) {
 		if err := multi.Close(cctx, false); err != nil {
@@ -215,6 +207,22 @@ func runMCPHosted(ctx context.Context, socket *target, caller *session.Caller, s
 			log.Warn("closing the session manager", "error", err)
 		}
 	})
+}
+
+// agentHosts routes an agent's calls over local (this machine) and the other machines
+// it names (exec_command's host, or socket's --host / $PTYHUB_HOST as the default). Other
+// hosts are reached on first use, each over one connection that this client owns under
+// one token, so a dropped connection gives its sessions a grace period. An unusable
+// default host is an error.
+func agentHosts(ctx context.Context, local session.Service, socket *target) (*remote.Multi, error) {
+	multi := &remote.Multi{Local: local, DefaultHost: socket.hostSpec(ctx),
+		Options: remote.Options{Name: "mcp", Own: true, Token: remote.NewToken()}}
+	if multi.DefaultHost != "" {
+		if _, err := remote.Resolve(multi.DefaultHost, nil); err != nil {
+			return nil, fmt.Errorf("--host: %s", oneLine(err.Error()))
+		}
+	}
+	return multi, nil
 }
 
 // userServer is the per-user server as a member of a hosting ptyhub mcp's federation:
