@@ -64,21 +64,12 @@ func ListenHost(mgr *session.Manager, opts Options) (*Server, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("server: remove a stale host socket: %w", err)
 	}
-	old := syscall.Umask(0o177)
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	syscall.Umask(old)
+	ln, err := listenPrivate(path) // Serve unlinks it
 	if err != nil {
-		return nil, fmt.Errorf("server: listen: %w", err)
-	}
-	ln.SetUnlinkOnClose(false) // Serve unlinks it
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("server: chmod socket: %w", err)
+		return nil, err
 	}
 	opts.Socket, opts.IdleExit = path, 0
-	return &Server{mgr: mgr, opts: opts, started: time.Now(), log: opts.Logger, ln: ln,
-		conns: map[net.Conn]struct{}{}, last: time.Now(), claims: map[string]*claim{}}, nil
+	return newServer(mgr, opts, ln), nil
 }
 
 // hostHandshake bounds a handshake with a host: a stopped ptyhub mcp (the agent was
@@ -92,7 +83,6 @@ const hostCallTimeout = 5 * time.Second
 // to each, made when first needed and made again after it dropped.
 type hostSet struct {
 	socket string // the server's socket
-	log    *slog.Logger
 
 	mu    sync.Mutex
 	conns map[string]*Client // host socket → connection

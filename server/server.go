@@ -137,24 +137,39 @@ func Listen(mgr *session.Manager, opts Options) (*Server, error) {
 		lock.Close()
 		return nil, fmt.Errorf("server: remove stale socket: %w", err)
 	}
-	// The umask is process-wide; this runs before any other goroutine of ours creates
-	// files. The socket is made 0600 at bind time, and chmod-ed again to be sure.
+	ln, err := listenPrivate(path)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	s := newServer(mgr, opts, ln)
+	s.lock, s.hosts = lock, &hostSet{socket: path}
+	return s, nil
+}
+
+// listenPrivate listens on a new socket at path, mode 0600. The caller unlinks it. The
+// umask is process-wide; this runs before any other goroutine of ours creates files. The
+// socket is made 0600 at bind time, and chmod-ed again to be sure.
+func listenPrivate(path string) (*net.UnixListener, error) {
 	old := syscall.Umask(0o177)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	syscall.Umask(old)
 	if err != nil {
-		lock.Close()
 		return nil, fmt.Errorf("server: listen: %w", err)
 	}
-	ln.SetUnlinkOnClose(false) // we unlink ourselves, while still holding the lock
+	ln.SetUnlinkOnClose(false)
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
-		lock.Close()
+		os.Remove(path)
 		return nil, fmt.Errorf("server: chmod socket: %w", err)
 	}
-	return &Server{mgr: mgr, opts: opts, started: time.Now(), log: opts.Logger, ln: ln, lock: lock,
-		conns: map[net.Conn]struct{}{}, last: time.Now(), claims: map[string]*claim{},
-		hosts: &hostSet{socket: path, log: opts.Logger}}, nil
+	return ln, nil
+}
+
+// newServer returns a server of mgr on ln (opts.Socket is ln's path).
+func newServer(mgr *session.Manager, opts Options, ln *net.UnixListener) *Server {
+	return &Server{mgr: mgr, opts: opts, started: time.Now(), log: opts.Logger, ln: ln,
+		conns: map[net.Conn]struct{}{}, last: time.Now(), claims: map[string]*claim{}}
 }
 
 func trimSpace(b []byte) string {

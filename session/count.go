@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"cmp"
 
 	"github.com/ptyhub/ptyhub/termtext"
 	"github.com/ptyhub/ptyhub/truncate"
@@ -144,16 +145,10 @@ func (c *tokenCounter) trySample(end bool) {
 	c.sampled, c.sample = true, c.sample[:0]
 }
 
-// estimated is how much of the current block the cheap estimate covers: all of it, but
-// of a 16 MiB block its first estimateSpan bytes.
+// estimated is how much of the current block the cheap estimate covers: its first
+// estimateSpan bytes (all of a block of 1 MiB or less).
 func (c *tokenCounter) estimated() int64 {
-	if n := c.blockEnd - c.blockStart; n > 1<<20 {
-		if c.span > 0 {
-			return min(c.span, n)
-		}
-		return estimateSpan
-	}
-	return c.blockEnd - c.blockStart
+	return min(c.blockEnd-c.blockStart, cmp.Or(c.span, estimateSpan))
 }
 
 // finishBlock charges the block that ends at pos.

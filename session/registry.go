@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -75,7 +74,7 @@ func (r *registry) updateIDs(next func(bound int) int) bool {
 	if r.idFile == "" {
 		return false
 	}
-	lock, err := os.OpenFile(r.idFile+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	lock, err := os.OpenFile(r.idFile+".lock", os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return false
 	}

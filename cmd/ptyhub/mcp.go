@@ -98,14 +98,9 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		log.Warn("--keep has no effect with the embedded manager: sessions end with this process")
 	}
 
-	max, err := maxSessionsEnv()
-	if err != nil {
-		return usageError(stderr, "mcp", err.Error())
-	}
-	mgr, err := session.NewManager(session.Options{Logger: log, MaxSessions: max})
-	if err != nil {
-		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
-		return exitError
+	mgr, code := agentManager(log, stderr)
+	if mgr == nil {
+		return code
 	}
 	client, err := mgr.NewClientFor("mcp", caller)
 	if err != nil {
@@ -155,14 +150,9 @@ func runMCPClient(ctx context.Context, socket *target, keep bool, caller *sessio
 // ptyhub mcp exits. When the host socket cannot be made, the sessions go to the server
 // (runMCPClient).
 func runMCPHosted(ctx context.Context, socket *target, caller *session.Caller, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) int {
-	max, err := maxSessionsEnv()
-	if err != nil {
-		return usageError(stderr, "mcp", err.Error())
-	}
-	mgr, err := session.NewManager(session.Options{Logger: log, MaxSessions: max})
-	if err != nil {
-		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
-		return exitError
+	mgr, code := agentManager(log, stderr)
+	if mgr == nil {
+		return code
 	}
 	host, err := server.ListenHost(mgr, server.Options{Socket: socket.socket, Logger: log, Version: version()})
 	if err != nil {
@@ -207,6 +197,21 @@ func runMCPHosted(ctx context.Context, socket *target, caller *session.Caller, s
 			log.Warn("closing the session manager", "error", err)
 		}
 	})
+}
+
+// agentManager returns the manager of the sessions this process runs ($PTYHUB_MAX_SESSIONS
+// running at once), or nil and the exit status after saying why on stderr.
+func agentManager(log *slog.Logger, stderr io.Writer) (*session.Manager, int) {
+	max, err := maxSessionsEnv()
+	if err != nil {
+		return nil, usageError(stderr, "mcp", err.Error())
+	}
+	mgr, err := session.NewManager(session.Options{Logger: log, MaxSessions: max})
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
+		return nil, exitError
+	}
+	return mgr, 0
 }
 
 // agentHosts routes an agent's calls over local (this machine) and the other machines
