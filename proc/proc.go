@@ -65,7 +65,22 @@ func List() []Info { return list() }
 
 // Getenv returns the value of key in pid's environment as it was at exec (what
 // /proc/PID/environ or KERN_PROCARGS2 show), ok false when absent or unreadable.
-func Getenv(pid int, key string) (string, bool) { return getenv(pid, key) }
+func Getenv(pid int, key string) (string, bool) {
+	v, ok, _ := LookupEnv(pid, key)
+	return v, ok
+}
+
+// LookupEnv is Getenv that also says whether the environment could be read: read is
+// false when it could not, or came back empty (a process between fork and exec, or in
+// the middle of an exec, shows none for a moment), so that a miss is worth trying again.
+func LookupEnv(pid int, key string) (v string, ok, read bool) {
+	block, read := environ(pid)
+	if !read || len(block) == 0 {
+		return "", false, false
+	}
+	v, ok = lookupEnv(block, key)
+	return v, ok, true
+}
 
 // CommandLine returns pid's command line joined by spaces and shortened to about 200
 // bytes, for reports; "" when unreadable.

@@ -58,12 +58,9 @@ func procargs(pid int) (argv, env [][]byte, ok bool) {
 	return argv, env, true
 }
 
-func getenv(pid int, key string) (string, bool) {
+func environ(pid int) ([]byte, bool) {
 	_, env, ok := procargs(pid)
-	if !ok {
-		return "", false
-	}
-	return lookupEnv(bytes.Join(env, []byte{0}), key)
+	return bytes.Join(env, []byte{0}), ok
 }
 
 func commandLine(pid int) string {

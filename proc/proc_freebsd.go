@@ -75,12 +75,9 @@ func list() []Info {
 	return out
 }
 
-func getenv(pid int, key string) (string, bool) {
+func environ(pid int) ([]byte, bool) {
 	b, err := unix.SysctlRaw("kern.proc.env", pid)
-	if err != nil {
-		return "", false
-	}
-	return lookupEnv(b, key)
+	return b, err == nil
 }
 
 func commandLine(pid int) string {

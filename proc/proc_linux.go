@@ -186,12 +186,9 @@ func fastChildren(pid int) (kids []int, ok bool) {
 	return kids, true
 }
 
-func getenv(pid int, key string) (string, bool) {
+func environ(pid int) ([]byte, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return "", false
-	}
-	return lookupEnv(b, key)
+	return b, err == nil
 }
 
 func commandLine(pid int) string {

@@ -72,6 +72,9 @@ func TestChildFacts(t *testing.T) {
 	if _, ok := Getenv(pid, "PTYHUB_PROC_TES"); ok {
 		t.Fatal("Getenv matched a prefix of a key")
 	}
+	if _, ok, read := LookupEnv(pid, "PTYHUB_NOT_SET"); ok || !read {
+		t.Fatalf("LookupEnv of an absent key: found %v, read %v (want false, true)", ok, read)
+	}
 	// Ended but not waited for: a zombie, which has no start time.
 	cmd.Process.Kill()
 	for {
@@ -86,6 +89,10 @@ func TestChildFacts(t *testing.T) {
 	}
 	if StartTime(pid) != 0 {
 		t.Fatal("a zombie has a start time")
+	}
+	// A zombie shows no environment: unreadable, not "without the key".
+	if _, _, read := LookupEnv(pid, "PTYHUB_PROC_TEST"); read {
+		t.Fatal("LookupEnv read a zombie's environment")
 	}
 	cmd.Wait()
 	if _, err := Stat(pid); !errors.Is(err, ErrGone) {

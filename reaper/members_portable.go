@@ -9,8 +9,8 @@ import (
 )
 
 // markerCache remembers each process incarnation's PTYHUB_SESSION entry (as read at
-// exec), so a table scan reads the environment only of processes it has not seen: a
-// sweep runs several scans, and every exit starts one.
+// exec), so a table scan reads the environment only of processes it has not seen (or
+// could not read): a sweep runs several scans, and every exit starts one.
 var markerCache struct {
 	sync.Mutex
 	m map[markerKey]string // "" when the process has none
@@ -36,9 +36,17 @@ func markersOf(table []proc.Info) map[int]string {
 		k := markerKey{p.PID, p.Start}
 		v, ok := old[k]
 		if !ok {
-			v, _ = proc.Getenv(p.PID, EnvSession)
+			var read bool
+			v, _, read = proc.LookupEnv(p.PID, EnvSession)
+			// A process caught between fork and exec, or inside an exec, shows no
+			// environment for a moment: it is read again at the next scan instead of
+			// being remembered as unmarked, or a setsid escaper seen then would never be
+			// found by its marker once re-parented to init.
+			ok = read
 		}
-		next[k] = v
+		if ok {
+			next[k] = v
+		}
 		if v != "" {
 			out[p.PID] = v
 		}
