@@ -44,6 +44,7 @@ func open(rows, cols int, fallback bool) (*Master, *os.File, error) {
 		return nil, nil, fmt.Errorf("pty: dup master: %w", err)
 	}
 	m := &Master{f: os.NewFile(uintptr(nfd), "/dev/ptmx"), peer: tty.Name()}
+	m.readStep = m.step
 	fail := func(err error) (*Master, *os.File, error) {
 		m.Close()
 		tty.Close()

@@ -39,6 +39,16 @@ type Master struct {
 	ctl sync.RWMutex
 
 	fb *fallback // nil when the master is registered with the netpoller
+
+	// rd is the state of the ReadHold in progress (there is one reader), and readStep
+	// its step (m.step), made once so that a read allocates nothing.
+	rd struct {
+		p    []byte
+		held *atomic.Bool
+		n    int
+		err  error
+	}
+	readStep func(fd uintptr) bool
 }
 
 // Mode names how a Master waits for its descriptor.
@@ -107,22 +117,11 @@ func (m *Master) ReadHold(p []byte, held *atomic.Bool) (int, error) {
 	if m.fb != nil {
 		return m.fb.read(p, held)
 	}
-	var n int
-	var rerr error
-	err := m.rc.Read(func(fd uintptr) bool {
-		for {
-			held.Store(true)
-			n, rerr = readFd(int(fd), p)
-			if rerr != syscall.EINTR {
-				break
-			}
-		}
-		if rerr == syscall.EAGAIN {
-			held.Store(false)
-			return false // park until readable
-		}
-		return true
-	})
+	r := &m.rd
+	r.p, r.held, r.n, r.err = p, held, 0, nil
+	err := m.rc.Read(m.readStep)
+	n, rerr := r.n, r.err
+	r.p, r.held = nil, nil
 	if err != nil { // closed, or a deadline passed
 		held.Store(false)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -142,6 +141,23 @@ func (m *Master) ReadHold(p []byte, held *atomic.Bool) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// step is ReadHold's step inside RawConn.Read, over m.rd.
+func (m *Master) step(fd uintptr) bool {
+	r := &m.rd
+	for {
+		r.held.Store(true)
+		r.n, r.err = readFd(int(fd), r.p)
+		if r.err != syscall.EINTR {
+			break
+		}
+	}
+	if r.err == syscall.EAGAIN {
+		r.held.Store(false)
+		return false // park until readable
+	}
+	return true
 }
 
 // SetReadDeadline sets the deadline for pending and future Reads; the zero time clears

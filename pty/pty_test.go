@@ -208,6 +208,32 @@ func TestReadHold(t *testing.T) {
 	})
 }
 
+// TestReadHoldNoAllocs: the session reader calls ReadHold for every ~4 KiB of a flood; on
+// the poller it allocates nothing.
+func TestReadHoldNoAllocs(t *testing.T) {
+	m, tty, err := open(24, 80, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { m.Close(); tty.Close() }()
+	if m.Mode() != ModePoller {
+		t.Fatalf("Mode() = %s, want %s", m.Mode(), ModePoller)
+	}
+	var held atomic.Bool
+	buf := make([]byte, 16)
+	one := []byte("z")
+	allocs := testing.AllocsPerRun(50, func() {
+		tty.Write(one)
+		if n, err := m.ReadHold(buf, &held); n != 1 || err != nil {
+			t.Fatalf("ReadHold: %d, %v", n, err)
+		}
+		held.Store(false)
+	})
+	if allocs != 0 {
+		t.Fatalf("ReadHold allocated %v times per read", allocs)
+	}
+}
+
 func TestSize(t *testing.T) {
 	modes(t, func(t *testing.T, m *Master, tty *os.File) {
 		if r, c, err := m.Size(); err != nil || r != 24 || c != 80 {
