@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // DefaultRetain is the number of most recent bytes a hub keeps in memory when
@@ -51,10 +52,11 @@ type Hub struct {
 	closed bool
 	err    error
 	notify chan struct{} // nil unless someone waits; closed and cleared by Write and Close
-	at     []atWaiter    // NotifyAt waiters, woken once End reaches their offset
+	at     []atWaiter    // NotifyBatch waiters, woken once End reaches their boundary
+	nat    atomic.Int32  // len(at), for Flush's fast path
 }
 
-// atWaiter is one NotifyAt call.
+// atWaiter is a NotifyBatch boundary and the channel of its waiters.
 type atWaiter struct {
 	off int64
 	ch  chan struct{}
@@ -155,22 +157,58 @@ func (h *Hub) wake() {
 		}
 		clear(h.at[len(kept):])
 		h.at = kept
+		h.nat.Store(int32(len(kept)))
 	}
 }
 
-// NotifyAt returns a channel that is closed once End() reaches off (at once if it has)
-// or the hub is closed: for a reader that wants to be woken per batch rather than per
-// write. Each call allocates; an abandoned channel is closed and dropped when End reaches
-// off or at Close.
-func (h *Hub) NotifyAt(off int64) <-chan struct{} {
+// BatchSize is the batch of NotifyBatch: a reader woken per batch during a flood wakes
+// once per 256 KiB (about 2.5 ms of a pty flood) instead of once per read (~4 KiB).
+const BatchSize = 256 << 10
+
+// NotifyBatch returns a channel for a reader that wants to be woken per batch of output
+// rather than per write. It is closed once End passes the batch boundary at least half a
+// batch beyond off, when the writer calls Flush (it has nothing more for now), or at
+// Close; it is already closed if End has passed that boundary. Boundaries are multiples of
+// the batch size, so readers waiting on the same stretch of output are woken by the same
+// Write. The batch is BatchSize, or an eighth of the ring's retain when that is smaller,
+// so a woken reader still finds the batch in memory. Each call that must wait allocates a
+// channel; an abandoned one is dropped at the next Flush, boundary or Close.
+func (h *Hub) NotifyBatch(off int64) <-chan struct{} {
+	b := int64(min(BatchSize, max(h.retain/8, 1)))
+	at := ((off+b/2)/b + 1) * b
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed || h.end >= off {
+	if h.closed || h.end >= at {
 		return closedChan
 	}
+	// Waiters on the same boundary share a channel.
+	for _, w := range h.at {
+		if w.off == at {
+			return w.ch
+		}
+	}
 	ch := make(chan struct{})
-	h.at = append(h.at, atWaiter{off, ch})
+	h.at = append(h.at, atWaiter{at, ch})
+	h.nat.Store(int32(len(h.at)))
 	return ch
+}
+
+// Flush wakes every NotifyBatch waiter, whatever its boundary. The producer calls it when
+// it has nothing more to write for now (it is about to wait for input), so that readers
+// woken per batch see the end of a burst at once rather than when more output comes. It
+// costs an atomic load when nobody waits for a batch.
+func (h *Hub) Flush() {
+	if h.nat.Load() == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, w := range h.at {
+		close(w.ch)
+	}
+	clear(h.at)
+	h.at = h.at[:0]
+	h.nat.Store(0)
 }
 
 // Closed reports whether Close or CloseWithError has been called.

@@ -624,21 +624,63 @@ func BenchmarkWrite(b *testing.B) {
 	}
 }
 
-func TestNotifyAt(t *testing.T) {
-	h := New(64)
-	ch := h.NotifyAt(10)
-	h.Write([]byte("12345"))
+func closed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
-		t.Fatal("woken before End reached 10")
+		return true
 	default:
+		return false
 	}
-	h.Write([]byte("67890"))
-	<-ch // End is 10 now
-	if c := h.NotifyAt(5); c != closedChan {
-		t.Error("an offset already reached is not closed at once")
+}
+
+func TestNotifyBatch(t *testing.T) {
+	h := New(64 << 20)
+	const b = BatchSize
+	ch := h.NotifyBatch(0) // the boundary is b: at least half a batch beyond 0
+	h.Write(make([]byte, b-1))
+	if closed(ch) {
+		t.Fatal("woken before End reached the boundary")
 	}
-	late := h.NotifyAt(1 << 20)
+	h.Write([]byte{0})
+	if !closed(ch) {
+		t.Fatal("not woken when End reached the boundary")
+	}
+	// Past the middle of a batch, the boundary is the one after next.
+	if c := h.NotifyBatch(b + b/2); c == closedChan {
+		t.Fatal("a boundary not reached is closed")
+	}
+	// Readers of the same stretch share one channel, so one Write wakes them together.
+	if h.NotifyBatch(b+b/2) != h.NotifyBatch(b+b/2+10) {
+		t.Error("waiters on one boundary do not share a channel")
+	}
+	if c := h.NotifyBatch(0); c != closedChan {
+		t.Error("a boundary already passed is not closed at once")
+	}
+	// Flush wakes every waiter, whatever its boundary.
+	a, c := h.NotifyBatch(b), h.NotifyBatch(10*b)
+	h.Flush()
+	if !closed(a) || !closed(c) {
+		t.Fatal("Flush did not wake every batch waiter")
+	}
+	h.Flush() // nobody waits: nothing to do
+	late := h.NotifyBatch(100 * b)
 	h.Close()
-	<-late // Close wakes every waiter
+	if !closed(late) {
+		t.Fatal("Close did not wake a batch waiter")
+	}
+}
+
+// TestNotifyBatchSmallRing: a batch is at most an eighth of the ring, so a reader woken at
+// its boundary still finds the batch in memory.
+func TestNotifyBatchSmallRing(t *testing.T) {
+	h := New(64)
+	ch := h.NotifyBatch(0) // batch 8: boundary 8
+	h.Write(make([]byte, 7))
+	if closed(ch) {
+		t.Fatal("woken before End reached the boundary")
+	}
+	h.Write([]byte{1})
+	if !closed(ch) {
+		t.Fatal("not woken at the boundary of a small ring's batch")
+	}
 }

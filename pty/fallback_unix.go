@@ -91,8 +91,8 @@ func (b *fallback) control(fn func(fd int) error) error {
 	return fn(b.fd)
 }
 
-// read is Master.Read (held nil) or Master.ReadHold.
-func (b *fallback) read(p []byte, held *atomic.Bool) (int, error) {
+// read is Master.Read (held and idle nil) or Master.ReadHold.
+func (b *fallback) read(p []byte, held *atomic.Bool, idle func()) (int, error) {
 	b.ops.RLock()
 	defer b.ops.RUnlock()
 	setHeld := func(v bool) {
@@ -129,6 +129,9 @@ func (b *fallback) read(p []byte, held *atomic.Bool) (int, error) {
 			return 0, err
 		}
 		setHeld(false)
+		if idle != nil {
+			idle()
+		}
 		_, poked, err := waitFd(b.fd, false, b.closeR, b.pokeR, timeout)
 		if err != nil {
 			return 0, err

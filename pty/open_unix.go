@@ -67,7 +67,7 @@ func open(rows, cols int, fallback bool) (*Master, *os.File, error) {
 		if probing { // the probe byte may still be queued: the session must not see it
 			var b [1]byte
 			m.fb.setReadDeadline(time.Now().Add(2 * time.Second))
-			m.fb.read(b[:], nil)
+			m.fb.read(b[:], nil, nil)
 			m.fb.setReadDeadline(time.Time{})
 		}
 	}

@@ -45,6 +45,7 @@ type Master struct {
 	rd struct {
 		p    []byte
 		held *atomic.Bool
+		idle func()
 		n    int
 		err  error
 	}
@@ -101,7 +102,7 @@ func (m *Master) Mode() Mode {
 // that wraps os.ErrDeadlineExceeded.
 func (m *Master) Read(p []byte) (int, error) {
 	if m.fb != nil {
-		return m.fb.read(p, nil)
+		return m.fb.read(p, nil, nil)
 	}
 	n, err := m.f.Read(p)
 	return n, EOF(err)
@@ -112,16 +113,19 @@ func (m *Master) Read(p []byte) (int, error) {
 // goroutine parks; when it returns n > 0, held is still true and the caller stores false
 // once the bytes are where others look for them. So another goroutine that finds the
 // output queue empty (OutputPending) and then held false knows that every byte the
-// program printed before is stored. At the end of the stream it returns io.EOF.
-func (m *Master) ReadHold(p []byte, held *atomic.Bool) (int, error) {
+// program printed before is stored. When idle is not nil it is called each time a read
+// finds nothing, after held is stored false and before the goroutine waits: the output
+// has paused (a batch reader can be told, see broadcast.Hub.Flush). At the end of the
+// stream it returns io.EOF.
+func (m *Master) ReadHold(p []byte, held *atomic.Bool, idle func()) (int, error) {
 	if m.fb != nil {
-		return m.fb.read(p, held)
+		return m.fb.read(p, held, idle)
 	}
 	r := &m.rd
-	r.p, r.held, r.n, r.err = p, held, 0, nil
+	r.p, r.held, r.idle, r.n, r.err = p, held, idle, 0, nil
 	err := m.rc.Read(m.readStep)
 	n, rerr := r.n, r.err
-	r.p, r.held = nil, nil
+	r.p, r.held, r.idle = nil, nil, nil
 	if err != nil { // closed, or a deadline passed
 		held.Store(false)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -155,6 +159,9 @@ func (m *Master) step(fd uintptr) bool {
 	}
 	if r.err == syscall.EAGAIN {
 		r.held.Store(false)
+		if r.idle != nil {
+			r.idle()
+		}
 		return false // park until readable
 	}
 	return true

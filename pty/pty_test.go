@@ -188,9 +188,16 @@ func TestEOFAfterSlaveCloses(t *testing.T) {
 func TestReadHold(t *testing.T) {
 	modes(t, func(t *testing.T, m *Master, tty *os.File) {
 		var held atomic.Bool
+		idles := 0
+		idle := func() {
+			if held.Load() {
+				t.Error("idle called while held is true")
+			}
+			idles++
+		}
 		tty.Write([]byte("z"))
 		buf := make([]byte, 16)
-		n, err := m.ReadHold(buf, &held)
+		n, err := m.ReadHold(buf, &held, idle)
 		if err != nil || string(buf[:n]) != "z" {
 			t.Fatalf("ReadHold: %q, %v", buf[:n], err)
 		}
@@ -198,12 +205,16 @@ func TestReadHold(t *testing.T) {
 			t.Fatal("held is false while the caller holds the bytes")
 		}
 		held.Store(false)
+		before := idles
 		m.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
-		if _, err := m.ReadHold(buf, &held); !errors.Is(err, os.ErrDeadlineExceeded) {
+		if _, err := m.ReadHold(buf, &held, idle); !errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatalf("ReadHold with nothing to read: %v", err)
 		}
 		if held.Load() {
 			t.Fatal("held is true after a read that returned nothing")
+		}
+		if idles == before {
+			t.Fatal("a read that found nothing did not call idle")
 		}
 	})
 }
@@ -222,9 +233,10 @@ func TestReadHoldNoAllocs(t *testing.T) {
 	var held atomic.Bool
 	buf := make([]byte, 16)
 	one := []byte("z")
+	idle := func() {}
 	allocs := testing.AllocsPerRun(50, func() {
 		tty.Write(one)
-		if n, err := m.ReadHold(buf, &held); n != 1 || err != nil {
+		if n, err := m.ReadHold(buf, &held, idle); n != 1 || err != nil {
 			t.Fatalf("ReadHold: %d, %v", n, err)
 		}
 		held.Store(false)

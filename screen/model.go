@@ -5,7 +5,6 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/ptyhub/ptyhub/broadcast"
 )
@@ -99,17 +98,11 @@ func (m *Model) answer() {
 	defer m.answered.Store(math.MaxInt64)
 	var sc Scanner
 	off := int64(0)
-	// During a flood (a round that found more than floodRound bytes) the answerer wakes
-	// per floodBatch bytes or after floodWake, not per pty read: a wake costs more than
-	// scanning a read, and a query still gets its answer within milliseconds.
-	const floodRound, floodBatch, floodWake = 16 << 10, 32 << 10, 2 * time.Millisecond
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
 	for {
-		notify := m.hub.Notify()
-		var timerC <-chan time.Time
-		round := int64(0)
+		// Woken per batch of output or when the output pauses (broadcast.Hub.NotifyBatch),
+		// not per pty read: a wake costs more than scanning a read, and a program that
+		// prints a query and waits for the answer has paused.
+		notify := m.hub.NotifyBatch(off)
 		// The scan buffer is borrowed for the round and given back before waiting, so
 		// an idle session's answerer holds none.
 		bp := scanBufs.Get().(*[]byte)
@@ -125,7 +118,6 @@ func (m *Model) answer() {
 				sc.Scan(buf[:n], off, m.onEvent)
 				off += int64(n)
 				m.answered.Store(off)
-				round += int64(n)
 				continue
 			}
 			if err != nil {
@@ -135,14 +127,8 @@ func (m *Model) answer() {
 			break
 		}
 		scanBufs.Put(bp)
-		if round > floodRound {
-			notify = m.hub.NotifyAt(off + floodBatch)
-			timer.Reset(floodWake)
-			timerC = timer.C
-		}
 		select {
 		case <-notify:
-		case <-timerC:
 		case <-m.quit:
 			return
 		}

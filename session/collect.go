@@ -16,13 +16,6 @@ import (
 // patternWindow is how much recent text wait_for is matched against on each wake.
 const patternWindow = 8 << 10
 
-// In flood mode a collect wakes when rawBatch more bytes arrived, or floodWake after its
-// last look, whichever comes first.
-const (
-	rawBatch  = 64 << 10
-	floodWake = 2 * time.Millisecond
-)
-
 const (
 	// waitQuiet is how long output must have been quiet before a waitMaybe verdict (the
 	// kernel could not tell, see waiting_linux.go) counts as waiting for input.
@@ -112,18 +105,13 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 		pollC = looks.C
 	}
 
-	// In flood mode the collector is woken per rawBatch bytes (or after floodWake), not
-	// per read: a wake costs more than the work of one 4 KiB chunk.
-	batch := time.NewTimer(time.Hour)
-	batch.Stop()
-	defer batch.Stop()
-	var batchC <-chan time.Time
 	for {
+		// In flood mode the collector is woken per batch of output or when the output
+		// pauses (broadcast.Hub.NotifyBatch), not per read: a wake costs more than the
+		// work of one 4 KiB chunk.
 		var notify <-chan struct{}
 		if rawTail != nil {
-			notify = s.hub.NotifyAt(s.hub.End() + rawBatch)
-			batch.Reset(floodWake)
-			batchC = batch.C
+			notify = s.hub.NotifyBatch(s.cursor)
 		} else {
 			notify = s.hub.Notify()
 		}
@@ -244,7 +232,6 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 				timer.Reset(time.Until(o.deadline))
 			}
 		case <-pollC:
-		case <-batchC:
 		case <-ctx.Done():
 			res.because = BecauseCancelled
 			goto done

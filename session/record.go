@@ -303,19 +303,13 @@ func (r *recorder) writer() *transcript.Writer {
 	}
 }
 
+// readBufs holds the recorders' 64 KiB copy buffers.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
 // run is the recorder goroutine, owned by the recorder: it copies output from
 // its own hub cursor and the queued events into the transcript, in order. It
 // stops once the output has ended (hub closed and read) and the exit is known
 // or stop was called; then it closes the transcript and closes done.
-// While output streams the recorder writes once per recBatch bytes or recBatchWait.
-const (
-	recBatch     = 64 << 10
-	recBatchWait = 2 * time.Millisecond
-)
-
-// readBufs holds the recorders' 64 KiB copy buffers.
-var readBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
-
 func (r *recorder) run(dir string, h transcript.Header) {
 	defer func() {
 		r.mu.Lock()
@@ -384,9 +378,12 @@ func (r *recorder) run(dir string, h transcript.Header) {
 		}
 	}
 	logged := false
-	var batch *time.Timer // the gathering wait below; stopped between waits
 	for {
-		notify := hub.Notify()
+		// Woken per batch of output or when the output pauses (broadcast.Hub.NotifyBatch),
+		// so a flood wakes this goroutine (and writes the files) once per batch instead of
+		// at every read of the session's reader (~4 KiB), which paid a thread wake-up for
+		// each; events (r.wake) end the wait at once.
+		notify := hub.NotifyBatch(cur)
 		r.mu.Lock()
 		evs := r.events
 		r.events = nil
@@ -432,24 +429,6 @@ func (r *recorder) run(dir string, h transcript.Header) {
 		}
 		select {
 		case <-notify:
-			// Output arrived: let it gather up to recBatch bytes, for at most
-			// recBatchWait, so that a flood wakes this goroutine (and writes the files)
-			// once per 64 KiB instead of at every read of the session's reader (~4 KiB),
-			// which paid a thread wake-up for each. The end of the output (the hub
-			// closes) and events end the wait at once.
-			if hub.End()-cur < recBatch {
-				if batch == nil {
-					batch = time.NewTimer(recBatchWait)
-				} else {
-					batch.Reset(recBatchWait)
-				}
-				select {
-				case <-hub.NotifyAt(cur + recBatch):
-				case <-batch.C:
-				case <-r.wake:
-				}
-				batch.Stop()
-			}
 		case <-r.wake:
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ptyhub/ptyhub/transcript"
 )
@@ -143,4 +144,42 @@ func (l *lockedBuilder) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestReaderFlushesAtEveryPause: the readers woken per batch (transcript, screen
+// answerer, a collect in a flood) rely on the session's reader flushing the hub each time
+// the output pauses. A burst far smaller than a batch must wake a batch waiter registered
+// before it, on a terminal and on pipes, with no more output after it.
+func TestReaderFlushesAtEveryPause(t *testing.T) {
+	t.Parallel()
+	for _, tty := range []bool{true, false} {
+		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
+			m, err := NewManager(Options{StateDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close(context.Background())
+			c := m.NewClient("t")
+			zero := int64(0)
+			r, err := c.Exec(context.Background(), ExecRequest{Cmd: "exec cat", TTY: &tty, YieldTimeMs: &zero})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := m.lookup(r.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				woken := s.hub.NotifyBatch(s.hub.End())
+				if _, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: fmt.Sprintf("burst %d\n", i), YieldTimeMs: &zero}); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case <-woken:
+				case <-time.After(time.Minute):
+					t.Fatalf("burst %d: a batch waiter was not woken when the output paused (hub end %d)", i, s.hub.End())
+				}
+			}
+		})
+	}
 }

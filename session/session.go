@@ -176,18 +176,26 @@ func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
 var readBufSize = 8 << 10
 
 // readLoop is the session's one reader: it moves output into the hub until the end of the
-// stream. Owned by the session; stops at EOF/EIO or when the output is closed.
+// stream. Each time a read finds nothing it flushes the hub (broadcast.Hub.Flush), so the
+// readers woken per batch (transcript, screen answerer, a collect in a flood) see the end
+// of every burst at once and need no timer. Owned by the session; stops at EOF/EIO or
+// when the output is closed.
 func (s *Session) readLoop() {
 	// pty reads return at most ~4 KiB. The buffer is on the heap (readBufSize is a
 	// variable): on the stack it would double this goroutine's stack.
 	buf := make([]byte, readBufSize)
+	idle := s.hub.Flush
+	var pipe *pipeReader
+	if !s.tty {
+		pipe = newPipeReader(s.output, idle)
+	}
 	for {
 		var n int
 		var err error
 		if s.tty {
-			n, err = s.master.ReadHold(buf, &s.readHeld)
+			n, err = s.master.ReadHold(buf, &s.readHeld, idle)
 		} else {
-			n, err = s.output.Read(buf)
+			n, err = pipe.read(buf)
 		}
 		if n > 0 {
 			s.hub.Write(buf[:n])
@@ -204,6 +212,66 @@ func (s *Session) readLoop() {
 			return
 		}
 	}
+}
+
+// pipeReader reads the output pipe of a session without a terminal, calling idle each
+// time a read finds nothing, before the goroutine waits (as pty.Master.ReadHold does).
+// A pipe that is not an *os.File on the poller is read plainly, with idle after every
+// read. Used by the reader goroutine only.
+type pipeReader struct {
+	r    io.Reader
+	rc   syscall.RawConn
+	idle func()
+	p    []byte
+	n    int
+	err  error
+	step func(fd uintptr) bool // r.readStep, made once: a read allocates nothing
+}
+
+func newPipeReader(r io.Reader, idle func()) *pipeReader {
+	pr := &pipeReader{r: r, idle: idle}
+	if f, ok := r.(*os.File); ok {
+		if rc, err := f.SyscallConn(); err == nil {
+			pr.rc = rc
+		}
+	}
+	pr.step = pr.readStep
+	return pr
+}
+
+func (pr *pipeReader) read(p []byte) (int, error) {
+	if pr.rc == nil {
+		n, err := pr.r.Read(p)
+		pr.idle()
+		return n, err
+	}
+	pr.p, pr.n, pr.err = p, 0, nil
+	if err := pr.rc.Read(pr.step); err != nil {
+		return 0, io.EOF // closed
+	}
+	n, err := pr.n, pr.err
+	pr.p = nil
+	switch {
+	case err != nil:
+		return max(n, 0), err
+	case n == 0 && len(p) > 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (pr *pipeReader) readStep(fd uintptr) bool {
+	for {
+		pr.n, pr.err = syscall.Read(int(fd), pr.p)
+		if pr.err != syscall.EINTR {
+			break
+		}
+	}
+	if pr.err == syscall.EAGAIN {
+		pr.idle()
+		return false // wait until readable
+	}
+	return true
 }
 
 // writeLoop is the session's one writer: whole messages in order. Owned by the session;
