@@ -74,6 +74,7 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	buf := *bp
 	var text []byte
 	coll := truncate.NewCollector(o.budget)
+	coll.CountedElsewhere() // cnt counts the original tokens (SetOriginal below)
 	var cnt tokenCounter
 	var lm *lineMatcher
 	if o.pattern != nil {

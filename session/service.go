@@ -435,6 +435,7 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 			start = tailLinesStart(raw, req.TailLines)
 		}
 		coll := truncate.NewCollector(budget)
+		coll.CountedElsewhere() // cnt counts them (SetOriginal below)
 		var conv termtext.Converter
 		lineFrom := base + int64(start)
 		convertLines(&conv, coll, nil, raw[start:], lineFrom, &lineFrom)

@@ -28,6 +28,7 @@ const minTags = 512
 type Collector struct {
 	budget   int
 	identity bool // raw offsets are text offsets (Middle)
+	counted  bool // the caller counts the original tokens (CountedElsewhere)
 	n        int64
 
 	// head holds text [0, len(head)), up to headMax bytes.
@@ -98,7 +99,9 @@ func write[T string | []byte](c *Collector, p T, rawStart, rawEnd int64, exact b
 	}
 	if over := len(p) - len(c.ring); over > 0 { // p alone overflows the ring
 		c.evict(c.held)
-		addEstimate(&c.mid, p[:over])
+		if !c.counted {
+			addEstimate(&c.mid, p[:over])
+		}
 		p = p[over:]
 	} else if over := c.held + len(p) - len(c.ring); over > 0 {
 		c.evict(over)
@@ -127,11 +130,19 @@ func write[T string | []byte](c *Collector, p T, rawStart, rawEnd int64, exact b
 	}
 }
 
+// CountedElsewhere tells the collector that its caller counts the original tokens itself
+// and sets them with Result.SetOriginal whenever the result is truncated: the text that
+// goes to the middle is then not estimated (in a flood, a sampled pass over the bytes
+// that SkipRaw accounts for). The result after SetOriginal is the same either way.
+func (c *Collector) CountedElsewhere() { c.counted = true }
+
 // evict moves the oldest k bytes of the ring to the middle.
 func (c *Collector) evict(k int) {
 	a := c.ring[c.first:min(c.first+k, len(c.ring))]
-	addEstimate(&c.mid, a)
-	addEstimate(&c.mid, c.ring[:k-len(a)])
+	if !c.counted {
+		addEstimate(&c.mid, a)
+		addEstimate(&c.mid, c.ring[:k-len(a)])
+	}
 	c.first = (c.first + k) % len(c.ring)
 	c.held -= k
 }
@@ -314,7 +325,9 @@ func (c *Collector) SkipRaw(raw []byte, rawStart, rawEnd int64) {
 		c.midFirst, c.midSeen = rawStart, true
 	}
 	c.midLast = max(c.midLast, rawEnd)
-	addEstimateSampled(&c.mid, raw)
+	if !c.counted {
+		addEstimateSampled(&c.mid, raw)
+	}
 	c.n += int64(len(raw))
 }
 

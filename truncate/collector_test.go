@@ -255,3 +255,41 @@ func TestCollectorSkipRaw(t *testing.T) {
 		t.Errorf("original tokens %d, the skipped part alone has %d", r.OriginalTokens, exact)
 	}
 }
+
+// TestCollectorCountedElsewhere: a collector whose caller counts the original tokens
+// skips the middle's estimate, and gives the same result once SetOriginal sets the count.
+func TestCollectorCountedElsewhere(t *testing.T) {
+	line := func(i int) []byte { return []byte(fmt.Sprintf("line %06d of the stream\n", i)) }
+	run := func(counted bool) Result {
+		c := NewCollector(1000)
+		if counted {
+			c.CountedElsewhere()
+		}
+		var off int64
+		i := 0
+		for ; i < 3000; i++ { // through the ring: text is evicted to the middle
+			l := line(i)
+			c.Write(l, off, off+int64(len(l)))
+			off += int64(len(l))
+		}
+		var mid []byte
+		for j := 0; j < 20000; j++ {
+			mid = append(mid, line(i+j)...)
+		}
+		c.SkipRaw(mid, off, off+int64(len(mid)))
+		off += int64(len(mid))
+		tail := []byte("the very last line\n")
+		c.Write(tail, off, off+int64(len(tail)))
+		r := c.Result()
+		r.SetOriginal(123456)
+		return r
+	}
+	plain, counted := run(false), run(true)
+	if !plain.Truncated || plain.Text != counted.Text || plain.OriginalTokens != counted.OriginalTokens ||
+		plain.CutFrom != counted.CutFrom || plain.CutTo != counted.CutTo {
+		t.Fatalf("results differ:\n%+v\n%+v", plain, counted)
+	}
+	if !strings.Contains(counted.Text, "…") || counted.OriginalTokens != 123456 {
+		t.Fatalf("marker or count not set: %d tokens", counted.OriginalTokens)
+	}
+}
