@@ -199,7 +199,9 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 		}
 		if detect && !eof && !s.isExited() && (news || !o.needNews) {
 			now := time.Now()
-			if fresh {
+			if fresh && rawTail != nil {
+				looks.streaming(now)
+			} else if fresh {
 				looks.output(now)
 			}
 			var method string

@@ -46,6 +46,12 @@ func (l *lookSchedule) output(now time.Time) {
 	l.step, l.next, l.lastOut, l.printed = 0, now, now, true
 }
 
+// streaming notes output that arrived during a flood (a collect in flood mode): it counts
+// for how long output has been quiet, but the looks keep their back-off instead of
+// starting over at once. Starting over looked at every wake, and a wake when the reader
+// has paused for a moment (broadcast.Hub.Flush) finds output settled and walks /proc.
+func (l *lookSchedule) streaming(now time.Time) { l.lastOut, l.printed = now, true }
+
 // look calls try, with how long output has been quiet, when a look is due, and reports
 // whether it said yes. Right after output a no is tried again at once, yielding the
 // processor between tries, for up to waitSpin while settled holds (no output came in

@@ -29,3 +29,31 @@ func TestLookSpinsOnlyAfterOutput(t *testing.T) {
 	}
 	t.Fatal("a failed look right after output was never tried again at once")
 }
+
+// TestLookStreamingKeepsBackOff: output that arrives during a flood counts for quiet but
+// does not make the next look due at once, as output otherwise does.
+func TestLookStreamingKeepsBackOff(t *testing.T) {
+	start := time.Now()
+	l := newLookSchedule(start)
+	defer l.stop()
+	tries := 0
+	no := func(time.Duration) bool { tries++; return false }
+	l.look(start, nil, no) // fails: the next look is waitBackoff[0] later
+	now := start.Add(waitBackoff[0] / 2)
+	l.streaming(now)
+	var quiet time.Duration
+	l.look(now, nil, func(q time.Duration) bool { quiet = q; return no(q) })
+	if tries != 1 {
+		t.Fatalf("a look was made before its back-off passed (%d tries)", tries)
+	}
+	later := start.Add(waitBackoff[0])
+	l.look(later, nil, func(q time.Duration) bool { quiet = q; return no(q) })
+	if tries != 2 || quiet != later.Sub(now) {
+		t.Fatalf("the due look: %d tries, quiet %v, want 2 and %v", tries, quiet, later.Sub(now))
+	}
+	l.output(later)
+	l.look(later, nil, no)
+	if tries != 3 {
+		t.Fatal("output outside a flood did not make a look due at once")
+	}
+}
