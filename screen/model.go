@@ -75,7 +75,10 @@ type resize struct {
 // Follow returns the model of h's stream for a rows×cols terminal. With a non-nil reply
 // it starts the answerer goroutine, which calls reply (from that goroutine, in stream
 // order; reply must not block for long) with the answer to every terminal query (see
-// Answer) the stream contains. Call Close to stop it.
+// Answer) the stream contains. The answerer reads per batch (broadcast.Hub.NotifyBatch):
+// a query is answered when the hub's producer next calls Flush (a session's reader does
+// each time the output pauses), at the next batch boundary or at Close, whichever comes
+// first. Call Close to stop it.
 func Follow(h *broadcast.Hub, rows, cols int, reply func([]byte)) *Model {
 	m := &Model{hub: h, reply: reply, quit: make(chan struct{}), done: make(chan struct{}),
 		rows: max(rows, 1), cols: max(cols, 1)}

@@ -253,6 +253,7 @@ func TestModelAnswers(t *testing.T) {
 	h.Write([]byte("hello\r\nworld\x1b[6"))
 	h.Write([]byte("n more"))
 	h.Write([]byte("\x1b[c\x1b]11;?\x1b\\\x1b[5n\x1b[10;20H\x1b[6n"))
+	h.Flush() // the producer pauses, as a session's reader says when a read finds nothing
 	got := r.wait(5)
 	h.Write([]byte("tail"))
 	h.Close()
