@@ -75,10 +75,10 @@ type resize struct {
 // Follow returns the model of h's stream for a rows×cols terminal. With a non-nil reply
 // it starts the answerer goroutine, which calls reply (from that goroutine, in stream
 // order; reply must not block for long) with the answer to every terminal query (see
-// Answer) the stream contains. The answerer reads per batch (broadcast.Hub.NotifyBatch):
-// a query is answered when the hub's producer next calls Flush (a session's reader does
-// each time the output pauses), at the next batch boundary or at Close, whichever comes
-// first. Call Close to stop it.
+// Answer) the stream contains. During a flood the answerer reads per batch
+// (broadcast.Hub.NotifyBatch): a query is then answered when the hub's producer next
+// calls Flush (a session's reader does each time the output pauses), at the next batch
+// boundary or at Close, whichever comes first. Call Close to stop it.
 func Follow(h *broadcast.Hub, rows, cols int, reply func([]byte)) *Model {
 	m := &Model{hub: h, reply: reply, quit: make(chan struct{}), done: make(chan struct{}),
 		rows: max(rows, 1), cols: max(cols, 1)}
@@ -101,11 +101,20 @@ func (m *Model) answer() {
 	defer m.answered.Store(math.MaxInt64)
 	var sc Scanner
 	off := int64(0)
+	// During a flood (the last round found more than floodRound bytes) the answerer wakes
+	// per batch of output or when the output pauses (broadcast.Hub.NotifyBatch), not per
+	// pty read: a wake costs more than scanning a read, and a program that prints a query
+	// and waits for the answer has paused. Otherwise it wakes at every write, so that a
+	// query is answered (and AnsweredTo, which the waiting-for-input looks check, moves)
+	// as soon as it is printed.
+	const floodRound = 16 << 10
+	flood := false
 	for {
-		// Woken per batch of output or when the output pauses (broadcast.Hub.NotifyBatch),
-		// not per pty read: a wake costs more than scanning a read, and a program that
-		// prints a query and waits for the answer has paused.
-		notify := m.hub.NotifyBatch(off)
+		notify := m.hub.Notify()
+		if flood {
+			notify = m.hub.NotifyBatch(off)
+		}
+		round := int64(0)
 		// The scan buffer is borrowed for the round and given back before waiting, so
 		// an idle session's answerer holds none.
 		bp := scanBufs.Get().(*[]byte)
@@ -121,6 +130,7 @@ func (m *Model) answer() {
 				sc.Scan(buf[:n], off, m.onEvent)
 				off += int64(n)
 				m.answered.Store(off)
+				round += int64(n)
 				continue
 			}
 			if err != nil {
@@ -130,6 +140,7 @@ func (m *Model) answer() {
 			break
 		}
 		scanBufs.Put(bp)
+		flood = round > floodRound
 		select {
 		case <-notify:
 		case <-m.quit:
