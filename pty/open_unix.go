@@ -44,13 +44,15 @@ func open(rows, cols int, fallback bool) (*Master, *os.File, error) {
 		return nil, nil, fmt.Errorf("pty: dup master: %w", err)
 	}
 	m := &Master{f: os.NewFile(uintptr(nfd), "/dev/ptmx"), peer: tty.Name()}
-	m.readStep = m.step
 	fail := func(err error) (*Master, *os.File, error) {
 		m.Close()
 		tty.Close()
 		return nil, nil, fmt.Errorf("pty: %w", err)
 	}
 	if m.rc, err = m.f.SyscallConn(); err != nil {
+		return fail(err)
+	}
+	if m.rd, err = NewFileReader(m.f); err != nil {
 		return fail(err)
 	}
 	if err := creack.Setsize(m.f, &creack.Winsize{Rows: r, Cols: c}); err != nil {

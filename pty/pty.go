@@ -38,18 +38,8 @@ type Master struct {
 	// so an ioctl never lands on a closed and reused descriptor.
 	ctl sync.RWMutex
 
-	fb *fallback // nil when the master is registered with the netpoller
-
-	// rd is the state of the ReadHold in progress (there is one reader), and readStep
-	// its step (m.step), made once so that a read allocates nothing.
-	rd struct {
-		p    []byte
-		held *atomic.Bool
-		idle func()
-		n    int
-		err  error
-	}
-	readStep func(fd uintptr) bool
+	fb *fallback  // nil when the master is registered with the netpoller
+	rd *FileReader // ReadHold on the netpoller
 }
 
 // Mode names how a Master waits for its descriptor.
@@ -121,50 +111,7 @@ func (m *Master) ReadHold(p []byte, held *atomic.Bool, idle func()) (int, error)
 	if m.fb != nil {
 		return m.fb.read(p, held, idle)
 	}
-	r := &m.rd
-	r.p, r.held, r.idle, r.n, r.err = p, held, idle, 0, nil
-	err := m.rc.Read(m.readStep)
-	n, rerr := r.n, r.err
-	r.p, r.held, r.idle = nil, nil, nil
-	if err != nil { // closed, or a deadline passed
-		held.Store(false)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return 0, err
-		}
-		return 0, io.EOF
-	}
-	if n < 0 {
-		n = 0
-	}
-	if rerr != nil {
-		held.Store(false)
-		return n, EOF(rerr)
-	}
-	if n == 0 && len(p) > 0 {
-		held.Store(false)
-		return 0, io.EOF
-	}
-	return n, nil
-}
-
-// step is ReadHold's step inside RawConn.Read, over m.rd.
-func (m *Master) step(fd uintptr) bool {
-	r := &m.rd
-	for {
-		r.held.Store(true)
-		r.n, r.err = readFd(int(fd), r.p)
-		if r.err != syscall.EINTR {
-			break
-		}
-	}
-	if r.err == syscall.EAGAIN {
-		r.held.Store(false)
-		if r.idle != nil {
-			r.idle()
-		}
-		return false // park until readable
-	}
-	return true
+	return m.rd.ReadHold(p, held, idle)
 }
 
 // SetReadDeadline sets the deadline for pending and future Reads; the zero time clears

@@ -31,8 +31,9 @@ type Session struct {
 	started time.Time
 	pid     int
 
-	master *pty.Master // tty sessions
-	stdin  *os.File    // pipe sessions: our write end
+	master *pty.Master     // tty sessions
+	stdin  *os.File        // pipe sessions: our write end
+	pipe   *pty.FileReader // pipe sessions: reads output (the read end)
 	output io.ReadCloser
 	hub    *broadcast.Hub
 
@@ -149,6 +150,13 @@ func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
 		}
 		s.stdin, s.output = inW, outR
 		childIn, childOut = inR, outW
+		if s.pipe, err = pty.NewFileReader(outR); err != nil {
+			inR.Close()
+			inW.Close()
+			outR.Close()
+			outW.Close()
+			return fmt.Errorf("pipe: %w", err)
+		}
 	}
 	spec.Hold = s.m.holdLeaders
 	pid, exit, err := s.m.reaper.Spawn(spec, childIn, childOut, childOut)
@@ -185,18 +193,12 @@ func (s *Session) readLoop() {
 	// variable): on the stack it would double this goroutine's stack.
 	buf := make([]byte, readBufSize)
 	idle := s.hub.Flush
-	var pipe *pipeReader
+	read := s.master.ReadHold
 	if !s.tty {
-		pipe = newPipeReader(s.output, idle)
+		read = s.pipe.ReadHold
 	}
 	for {
-		var n int
-		var err error
-		if s.tty {
-			n, err = s.master.ReadHold(buf, &s.readHeld, idle)
-		} else {
-			n, err = pipe.read(buf)
-		}
+		n, err := read(buf, &s.readHeld, idle)
 		if n > 0 {
 			s.hub.Write(buf[:n])
 			s.lastOut.Store(time.Now().UnixNano())
@@ -212,66 +214,6 @@ func (s *Session) readLoop() {
 			return
 		}
 	}
-}
-
-// pipeReader reads the output pipe of a session without a terminal, calling idle each
-// time a read finds nothing, before the goroutine waits (as pty.Master.ReadHold does).
-// A pipe that is not an *os.File on the poller is read plainly, with idle after every
-// read. Used by the reader goroutine only.
-type pipeReader struct {
-	r    io.Reader
-	rc   syscall.RawConn
-	idle func()
-	p    []byte
-	n    int
-	err  error
-	step func(fd uintptr) bool // r.readStep, made once: a read allocates nothing
-}
-
-func newPipeReader(r io.Reader, idle func()) *pipeReader {
-	pr := &pipeReader{r: r, idle: idle}
-	if f, ok := r.(*os.File); ok {
-		if rc, err := f.SyscallConn(); err == nil {
-			pr.rc = rc
-		}
-	}
-	pr.step = pr.readStep
-	return pr
-}
-
-func (pr *pipeReader) read(p []byte) (int, error) {
-	if pr.rc == nil {
-		n, err := pr.r.Read(p)
-		pr.idle()
-		return n, err
-	}
-	pr.p, pr.n, pr.err = p, 0, nil
-	if err := pr.rc.Read(pr.step); err != nil {
-		return 0, io.EOF // closed
-	}
-	n, err := pr.n, pr.err
-	pr.p = nil
-	switch {
-	case err != nil:
-		return max(n, 0), err
-	case n == 0 && len(p) > 0:
-		return 0, io.EOF
-	}
-	return n, nil
-}
-
-func (pr *pipeReader) readStep(fd uintptr) bool {
-	for {
-		pr.n, pr.err = syscall.Read(int(fd), pr.p)
-		if pr.err != syscall.EINTR {
-			break
-		}
-	}
-	if pr.err == syscall.EAGAIN {
-		pr.idle()
-		return false // wait until readable
-	}
-	return true
 }
 
 // writeLoop is the session's one writer: whole messages in order. Owned by the session;
