@@ -110,9 +110,11 @@ func (m *Model) answer() {
 	const floodRound = 16 << 10
 	flood := false
 	for {
-		notify := m.hub.Notify()
+		var notify <-chan struct{}
 		if flood {
 			notify = m.hub.NotifyBatch(off)
+		} else {
+			notify = m.hub.Notify()
 		}
 		round := int64(0)
 		// The scan buffer is borrowed for the round and given back before waiting, so
