@@ -222,28 +222,35 @@ func BenchmarkResult(b *testing.B) {
 	}
 }
 
+// skipStream writes numbered lines into c (n of them, or until it overflows when n is 0),
+// hands 20,000 more over raw (SkipRaw), then writes a last line. It returns the skipped
+// bytes, where they start, and the stream's end.
+func skipStream(c *Collector, n int) (mid []byte, skipFrom, end int64) {
+	line := func(i int) []byte { return []byte(fmt.Sprintf("line %06d of the stream\n", i)) }
+	var off int64
+	i := 0
+	for ; n > 0 && i < n || n == 0 && !c.Overflowing(); i++ {
+		l := line(i)
+		c.Write(l, off, off+int64(len(l)))
+		off += int64(len(l))
+	}
+	for j := 0; j < 20000; j++ {
+		mid = append(mid, line(i+j)...)
+	}
+	skipFrom = off
+	c.SkipRaw(mid, off, off+int64(len(mid)))
+	off += int64(len(mid))
+	tail := []byte("the very last line\n")
+	c.Write(tail, off, off+int64(len(tail)))
+	return mid, skipFrom, off
+}
+
 // TestCollectorSkipRaw: a stream whose middle is handed over raw keeps its head and the
 // text written after the skip as tail, cuts the range that covers the skipped bytes, and
 // estimates their tokens.
 func TestCollectorSkipRaw(t *testing.T) {
 	c := NewCollector(1000)
-	var off int64
-	line := func(i int) []byte { return []byte(fmt.Sprintf("line %06d of the stream\n", i)) }
-	i := 0
-	for ; !c.Overflowing(); i++ {
-		l := line(i)
-		c.Write(l, off, off+int64(len(l)))
-		off += int64(len(l))
-	}
-	var mid []byte
-	for j := 0; j < 20000; j++ {
-		mid = append(mid, line(i+j)...)
-	}
-	skipFrom := off
-	c.SkipRaw(mid, off, off+int64(len(mid)))
-	off += int64(len(mid))
-	tail := []byte("the very last line\n")
-	c.Write(tail, off, off+int64(len(tail)))
+	mid, skipFrom, off := skipStream(c, 0)
 	r := c.Result()
 	if !r.Truncated || !strings.HasPrefix(r.Text, "line 000000 ") || !strings.HasSuffix(r.Text, "the very last line\n") {
 		t.Fatalf("result: truncated %v, %q…%q", r.Truncated, r.Text[:40], r.Text[len(r.Text)-40:])
@@ -259,27 +266,12 @@ func TestCollectorSkipRaw(t *testing.T) {
 // TestCollectorCountedElsewhere: a collector whose caller counts the original tokens
 // skips the middle's estimate, and gives the same result once SetOriginal sets the count.
 func TestCollectorCountedElsewhere(t *testing.T) {
-	line := func(i int) []byte { return []byte(fmt.Sprintf("line %06d of the stream\n", i)) }
 	run := func(counted bool) Result {
 		c := NewCollector(1000)
 		if counted {
 			c.CountedElsewhere()
 		}
-		var off int64
-		i := 0
-		for ; i < 3000; i++ { // through the ring: text is evicted to the middle
-			l := line(i)
-			c.Write(l, off, off+int64(len(l)))
-			off += int64(len(l))
-		}
-		var mid []byte
-		for j := 0; j < 20000; j++ {
-			mid = append(mid, line(i+j)...)
-		}
-		c.SkipRaw(mid, off, off+int64(len(mid)))
-		off += int64(len(mid))
-		tail := []byte("the very last line\n")
-		c.Write(tail, off, off+int64(len(tail)))
+		skipStream(c, 3000) // through the ring first: text is evicted to the middle
 		r := c.Result()
 		r.SetOriginal(123456)
 		return r
