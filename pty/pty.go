@@ -38,7 +38,7 @@ type Master struct {
 	// so an ioctl never lands on a closed and reused descriptor.
 	ctl sync.RWMutex
 
-	fb *fallback  // nil when the master is registered with the netpoller
+	fb *fallback   // nil when the master is registered with the netpoller
 	rd *FileReader // ReadHold on the netpoller
 }
 
