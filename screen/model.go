@@ -78,7 +78,8 @@ type resize struct {
 // Answer) the stream contains. During a flood the answerer reads per batch
 // (broadcast.Hub.NotifyBatch): a query is then answered when the hub's producer next
 // calls Flush (a session's reader does each time the output pauses), at the next batch
-// boundary or at Close, whichever comes first. Call Close to stop it.
+// boundary or at Close, whichever comes first; the flood ends at a Flush that finds the
+// answerer caught up. Call Close to stop it.
 func Follow(h *broadcast.Hub, rows, cols int, reply func([]byte)) *Model {
 	m := &Model{hub: h, reply: reply, quit: make(chan struct{}), done: make(chan struct{}),
 		rows: max(rows, 1), cols: max(cols, 1)}
@@ -101,13 +102,11 @@ func (m *Model) answer() {
 	defer m.answered.Store(math.MaxInt64)
 	var sc Scanner
 	off := int64(0)
-	// During a flood (the last round found more than floodRound bytes) the answerer wakes
-	// per batch of output or when the output pauses (broadcast.Hub.NotifyBatch), not per
-	// pty read: a wake costs more than scanning a read, and a program that prints a query
-	// and waits for the answer has paused. Otherwise it wakes at every write, so that a
-	// query is answered (and AnsweredTo, which the waiting-for-input looks check, moves)
-	// as soon as it is printed.
-	const floodRound = 16 << 10
+	// During a flood (see floodAfter) the answerer wakes per batch of output or when the
+	// output pauses (broadcast.Hub.NotifyBatch), not per pty read: a wake costs more than
+	// scanning a read, and a program that prints a query and waits for the answer has
+	// paused. Otherwise it wakes at every write, so that a query is answered (and
+	// AnsweredTo, which the waiting-for-input looks check, moves) as soon as it is printed.
 	flood := false
 	for {
 		var notify <-chan struct{}
@@ -142,13 +141,27 @@ func (m *Model) answer() {
 			break
 		}
 		scanBufs.Put(bp)
-		flood = round > floodRound
+		flood = floodAfter(flood, round)
 		select {
 		case <-notify:
 		case <-m.quit:
 			return
 		}
 	}
+}
+
+// floodRound is the round (bytes scanned after one wake) that starts a flood.
+const floodRound = 16 << 10
+
+// floodAfter says whether the answerer is in a flood after a round that scanned round
+// bytes. A round of more than floodRound starts one; it ends only with a round that found
+// nothing new: a wake by the producer's Flush with the output scanned, so the output has
+// paused. In a flood the session's reader finds the pty empty now and then, and each
+// time it calls Flush; ending the flood at the small round that follows (as a rule of
+// "round > floodRound" does) put the answerer back to a wake per write until the next
+// large round, and cost a wake per ~20 KiB of a pty flood instead of one per batch.
+func floodAfter(flood bool, round int64) bool {
+	return round > floodRound || flood && round > 0
 }
 
 func (m *Model) onEvent(e Event) {

@@ -271,6 +271,29 @@ func TestModelAnswers(t *testing.T) {
 	}
 }
 
+// TestFloodAfter: a flood starts with a large round and lasts through the small rounds
+// that the reader's Flushes cause within it; only a round that found nothing ends it.
+func TestFloodAfter(t *testing.T) {
+	for _, c := range []struct {
+		flood bool
+		round int64
+		want  bool
+	}{
+		{false, 0, false},
+		{false, 4 << 10, false},
+		{false, floodRound, false},
+		{false, floodRound + 1, true},
+		{true, 4 << 10, true}, // a Flush within the flood
+		{true, 1, true},
+		{true, 0, false}, // caught up at a Flush: the output paused
+		{true, 1 << 20, true},
+	} {
+		if got := floodAfter(c.flood, c.round); got != c.want {
+			t.Errorf("floodAfter(%v, %d) = %v, want %v", c.flood, c.round, got, c.want)
+		}
+	}
+}
+
 // TestModelFlood: far more output than the emulator could process in time is skipped,
 // the screen is still right, and modes set in the skipped part survive.
 func TestModelFlood(t *testing.T) {
