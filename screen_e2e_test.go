@@ -171,6 +171,10 @@ func TestScreenFlood(t *testing.T) {
 		}},
 		{"query after 20M", `head -c 20M /dev/zero | tr '\0' a; printf "\033[6n"; IFS= read -rs -t10 -dR r; echo "[${r#*[}]"`,
 			"[24;80]", func(rows []string) bool { return rows[21] == full && rows[22] == "[24;80]" && rows[23] == "" }},
+		// After a flood the answerer reads per batch until a pause finds it caught up, so
+		// every later query is answered at the pause in which the program waits for it.
+		{"two queries after 20M", `head -c 20M /dev/zero | tr '\0' a; printf "\033[6n"; IFS= read -rs -t10 -dR r; echo; printf "\033[6n"; IFS= read -rs -t10 -dR s; echo "[${r#*[}][${s#*[}]"`,
+			"[24;80][24;1]", func(rows []string) bool { return rows[21] == full && rows[22] == "[24;80][24;1]" && rows[23] == "" }},
 		{"lines", `seq 1 1000000`, "", func(rows []string) bool { return rows[0] == "999978" && rows[22] == "1000000" && rows[23] == "" }},
 	}
 	for _, tc := range cases {
