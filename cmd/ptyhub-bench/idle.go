@@ -12,28 +12,20 @@ import (
 // idleSessions starts count idle sessions (`sleep 3600`) through MCP and reports what
 // each costs the processes that hold them (the manager and its reaper: the server, or
 // `ptyhub mcp` itself with --embedded), and exec_command latency of /bin/true with them
-// alive against the same figure before they started. managerPid finds the manager's pid
-// once it runs. The sessions are removed at the end.
-func idleSessions(count, samples int, managerPid func() int, call func(string, map[string]any) (map[string]any, error)) (figure, error) {
-	execTrue := func() ([]time.Duration, error) {
-		var d []time.Duration
-		for i := 0; i < samples+5; i++ {
-			t0 := time.Now()
-			r, err := call("exec_command", map[string]any{"argv": []string{"/bin/true"}})
-			el := time.Since(t0)
-			if err != nil {
-				return nil, err
-			}
-			call("kill_session", map[string]any{"session_id": r["session_id"], "remove": true})
-			if i >= 5 {
-				d = append(d, el)
-			}
+// alive against the same call on control, a second `ptyhub mcp` with no sessions,
+// interleaved sample by sample (so the machine's drift over the minutes the sessions
+// take to start hits both alike). managerPid finds the manager's pid once it runs. The
+// sessions are removed at the end.
+func idleSessions(count, samples int, managerPid func() int, call, control func(string, map[string]any) (map[string]any, error)) (figure, error) {
+	execTrue := func(call func(string, map[string]any) (map[string]any, error)) (time.Duration, error) {
+		t0 := time.Now()
+		r, err := call("exec_command", map[string]any{"argv": []string{"/bin/true"}})
+		el := time.Since(t0)
+		if err != nil {
+			return 0, err
 		}
-		return d, nil
-	}
-	before, err := execTrue()
-	if err != nil {
-		return figure{}, err
+		call("kill_session", map[string]any{"session_id": r["session_id"], "remove": true})
+		return el, nil
 	}
 	pid := managerPid()
 	if pid <= 0 {
@@ -54,15 +46,25 @@ func idleSessions(count, samples int, managerPid func() int, call func(string, m
 		ids = append(ids, r["session_id"])
 	}
 	rss1 := treeRSS(pid)
-	after, err := execTrue()
-	if err != nil {
-		return figure{}, err
+	var empty, busy []time.Duration
+	for i := 0; i < samples+5; i++ {
+		e, err := execTrue(control)
+		if err != nil {
+			return figure{}, fmt.Errorf("control: %w", err)
+		}
+		b, err := execTrue(call)
+		if err != nil {
+			return figure{}, err
+		}
+		if i >= 5 {
+			empty, busy = append(empty, e), append(busy, b)
+		}
 	}
 	per := float64(rss1-rss0) / 1024 / float64(count)
 	return figure{
 		name:      fmt.Sprintf("exec_command `/bin/true` with %d idle sessions alive", count),
-		floorName: "the same, before they started",
-		floor:     before, prod: after,
+		floorName: "the same through a second `ptyhub mcp` with none, interleaved",
+		floor:     empty, prod: busy,
 		note: fmt.Sprintf("manager + reaper RSS %.1f KiB per idle session (%d → %d MiB)", per, rss0>>20, rss1>>20),
 	}, nil
 }

@@ -130,11 +130,15 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 	defer os.RemoveAll(stateDir)
 	socket := filepath.Join(dir, "server.sock") // a short path: host sockets add to it
 	// `ptyhub mcp` starts a server on this private socket; stop it at the end (its pid is
-	// in the lock file next to the socket) rather than leave it to its idle exit.
+	// in the lock file next to the socket) rather than leave it to its idle exit. The
+	// control of the idle figure has a server of its own.
+	controlSocket := filepath.Join(dir, "control.sock")
 	defer func() {
-		if b, err := os.ReadFile(socket + ".lock"); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
-				syscall.Kill(pid, syscall.SIGTERM)
+		for _, sock := range []string{socket, controlSocket} {
+			if b, err := os.ReadFile(sock + ".lock"); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+					syscall.Kill(pid, syscall.SIGTERM)
+				}
 			}
 		}
 	}()
@@ -148,22 +152,8 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		return fmt.Errorf("connect to ptyhub mcp: %w", err)
 	}
 	defer cs.Close()
-	// timedCall calls a tool and times the call alone (the client's CallTool: request
-	// out, result in and decoded by the SDK), not this program's look at the result.
 	timedCall := func(tool string, a map[string]any) (map[string]any, time.Duration, error) {
-		t0 := time.Now()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: a})
-		d := time.Since(t0)
-		if err != nil {
-			return nil, d, err
-		}
-		b, _ := json.Marshal(res.StructuredContent)
-		var out map[string]any
-		json.Unmarshal(b, &out)
-		if res.IsError {
-			return out, d, fmt.Errorf("%s: tool error: %v", tool, res.Content)
-		}
-		return out, d, nil
+		return timedCallOn(ctx, cs, tool, a)
 	}
 	call := func(tool string, a map[string]any) (map[string]any, error) {
 		r, _, err := timedCall(tool, a)
@@ -357,7 +347,24 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 			return pid
 		}
-		f, err := idleSessions(idle, min(n, 100), managerPid, call)
+		// The control: a second `ptyhub mcp`, started as the first but with a server of
+		// its own (with --keep the sessions live in the server), and no sessions. It keeps
+		// its transcripts in the same directory, as all of a user's do: what the figure
+		// compares is sessions alive, not a fuller directory (where, on this kind of VM,
+		// creating a file costs more).
+		ccmd := exec.Command(bin, args...)
+		ccmd.Env = append(os.Environ(), "PTYHUB_SOCKET="+controlSocket, "XDG_STATE_HOME="+stateDir)
+		ccmd.Stderr = os.Stderr
+		ccs, err := client.Connect(ctx, &mcp.CommandTransport{Command: ccmd}, nil)
+		if err != nil {
+			return fmt.Errorf("connect to a second ptyhub mcp: %w", err)
+		}
+		defer ccs.Close()
+		control := func(tool string, a map[string]any) (map[string]any, error) {
+			r, _, err := timedCallOn(ctx, ccs, tool, a)
+			return r, err
+		}
+		f, err := idleSessions(idle, min(n, 100), managerPid, call, control)
 		if err != nil {
 			return err
 		}
@@ -506,6 +513,24 @@ func diskFigure(dir string) figure {
 	}
 	return figure{name: "disk: create, write and close a file in the state directory", prod: d,
 		note: "each session creates two (its .cast and .log); " + dir}
+}
+
+// timedCallOn calls a tool through cs and times the call alone (the client's CallTool:
+// request out, result in and decoded by the SDK), not this program's look at the result.
+func timedCallOn(ctx context.Context, cs *mcp.ClientSession, tool string, a map[string]any) (map[string]any, time.Duration, error) {
+	t0 := time.Now()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: a})
+	d := time.Since(t0)
+	if err != nil {
+		return nil, d, err
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var out map[string]any
+	json.Unmarshal(b, &out)
+	if res.IsError {
+		return out, d, fmt.Errorf("%s: tool error: %v", tool, res.Content)
+	}
+	return out, d, nil
 }
 
 // floodRatios lists each pair's throughput as a percentage of its floor's.
