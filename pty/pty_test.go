@@ -189,12 +189,7 @@ func TestReadHold(t *testing.T) {
 	modes(t, func(t *testing.T, m *Master, tty *os.File) {
 		var held atomic.Bool
 		idles := 0
-		idle := func() {
-			if held.Load() {
-				t.Error("idle called while held is true")
-			}
-			idles++
-		}
+		idle := checkedIdle(t, &held, &idles, nil)
 		tty.Write([]byte("z"))
 		buf := make([]byte, 16)
 		n, err := m.ReadHold(buf, &held, idle)

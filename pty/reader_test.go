@@ -21,16 +21,12 @@ func TestFileReaderPipe(t *testing.T) {
 	}
 	var held atomic.Bool
 	idles := 0
-	idle := func() {
-		if held.Load() {
-			t.Error("idle called while held is true")
-		}
-		idles++
+	idle := checkedIdle(t, &held, &idles, func() {
 		if idles == 1 { // the reader waits now: give it something, then the end
 			w.Write([]byte("hi"))
 			w.Close()
 		}
-	}
+	})
 	buf := make([]byte, 16)
 	n, err := fr.ReadHold(buf, &held, idle)
 	if err != nil || string(buf[:n]) != "hi" || !held.Load() {
@@ -42,5 +38,19 @@ func TestFileReaderPipe(t *testing.T) {
 	held.Store(false)
 	if n, err := fr.ReadHold(buf, &held, idle); n != 0 || err != io.EOF {
 		t.Fatalf("after the write end closed: %d, %v", n, err)
+	}
+}
+
+// checkedIdle returns a ReadHold idle hook that fails t if it runs while held is true,
+// counts its calls in *n, then calls then (if not nil).
+func checkedIdle(t *testing.T, held *atomic.Bool, n *int, then func()) func() {
+	return func() {
+		if held.Load() {
+			t.Error("idle called while held is true")
+		}
+		*n++
+		if then != nil {
+			then()
+		}
 	}
 }
