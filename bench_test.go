@@ -162,8 +162,12 @@ func BenchmarkREPLTurn(b *testing.B) {
 }
 
 // BenchmarkCollect1GiB: exec_command of a 1 GiB flood collected into a 10,000-token
-// result, against reading the same flood from a bare pty. Reports MB/s of both and the
-// heap growth of the call. PTYHUB_BENCH_BYTES overrides the size.
+// result, against reading the same flood from a bare pty. Reports MB/s of both, the
+// heap growth of the call, and the CPU this process spent per GiB in each (the bare
+// loop's reads against the session's reader, recorder and collector; the writer's CPU is
+// the child's and alike in both). On a machine whose CPUs the flood keeps busy, the
+// extra CPU is what makes the session slower. PTYHUB_BENCH_BYTES overrides the size;
+// NOREC=1 turns transcripts off, to see what recording costs.
 func BenchmarkCollect1GiB(b *testing.B) {
 	size := int64(1 << 30)
 	if s := os.Getenv("PTYHUB_BENCH_BYTES"); s != "" {
@@ -172,12 +176,13 @@ func BenchmarkCollect1GiB(b *testing.B) {
 	script := "head -c " + strconv.FormatInt(size, 10) + " /dev/zero | tr '\\0' a"
 	c := benchClient(b)
 	ctx := context.Background()
-	var floor, prod []time.Duration
+	var floor, prod, floorCPU, prodCPU []time.Duration
 	var peak atomic.Uint64
 	for b.Loop() {
-		t0 := time.Now()
+		t0, c0 := time.Now(), selfCPU()
 		bareSpawn(b, "sh", "-c", script)
 		floor = append(floor, time.Since(t0))
+		floorCPU = append(floorCPU, selfCPU()-c0)
 
 		runtime.GC()
 		var ms0 runtime.MemStats
@@ -199,9 +204,10 @@ func BenchmarkCollect1GiB(b *testing.B) {
 				}
 			}
 		}()
-		t0 = time.Now()
+		t0, c0 = time.Now(), selfCPU()
 		r, err := c.Exec(ctx, session.ExecRequest{Cmd: script, YieldTimeMs: ms(600000)})
 		prod = append(prod, time.Since(t0))
+		prodCPU = append(prodCPU, selfCPU()-c0)
 		close(stop)
 		<-done
 		if err != nil || r.State != session.StateExited || r.TruncatedRange == nil {
@@ -214,4 +220,17 @@ func BenchmarkCollect1GiB(b *testing.B) {
 	b.ReportMetric(mb/median(floor).Seconds(), "floor-MB/s")
 	b.ReportMetric(mb/median(prod).Seconds(), "ptyhub-MB/s")
 	b.ReportMetric(float64(peak.Load())/(1<<20), "heap-growth-MiB")
+	gib := float64(size) / (1 << 30)
+	b.ReportMetric(median(floorCPU).Seconds()/gib, "floor-cpu-s/GiB")
+	b.ReportMetric(median(prodCPU).Seconds()/gib, "ptyhub-cpu-s/GiB")
+}
+
+// selfCPU is the user and system CPU this process has used so far (its children's not
+// included).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
