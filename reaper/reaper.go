@@ -91,6 +91,23 @@ type Reaper struct {
 	done chan struct{} // closed when the helper process has exited and been waited for
 }
 
+// helperRuntimeVars are the variables of the manager's environment the helper keeps:
+// the Go runtime's own settings. The helper needs nothing else (each spawn carries its
+// program's environment), and every session can read its parent's environment
+// (/proc/$PPID/environ): the manager's credentials must not sit there.
+var helperRuntimeVars = []string{"GODEBUG", "GOTRACEBACK", "GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GORACE", "GOCOVERDIR"}
+
+// helperEnviron returns the helper's environment: the marker and helperRuntimeVars.
+func helperEnviron() []string {
+	env := []string{helperEnv + "=1"}
+	for _, k := range helperRuntimeVars {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
 // Start launches the helper process. logger may be nil.
 func Start(logger *slog.Logger) (*Reaper, error) {
 	if logger == nil {
@@ -105,7 +122,7 @@ func Start(logger *slog.Logger) (*Reaper, error) {
 	defer remote.Close()
 	cmd := exec.Command(exe)
 	cmd.Args[0] = "ptyhub-reaper"
-	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	cmd.Env = helperEnviron()
 	cmd.ExtraFiles = []*os.File{remote}
 	cmd.Stderr = os.Stderr
 	// Its own process group: a ^C typed at the manager's terminal must not reach it.

@@ -66,7 +66,7 @@ func connect(ctx context.Context, o *DialOptions) (*net.UnixConn, error) {
 	c, err := dialOnce(o.Socket)
 	if err == nil || !o.AutoStart || !errNoServer(err) {
 		if err != nil {
-			return nil, fmt.Errorf("connect to the ptyhub server at %s: %w", o.Socket, err)
+			return nil, connectError(o.Socket, err)
 		}
 		return c, nil
 	}
@@ -84,7 +84,7 @@ func connect(ctx context.Context, o *DialOptions) (*net.UnixConn, error) {
 			return c, nil
 		}
 		if !errNoServer(err) {
-			return nil, fmt.Errorf("connect to the ptyhub server at %s: %w", o.Socket, err)
+			return nil, connectError(o.Socket, err)
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the ptyhub server did not start within 10 s (see %s)", filepath.Join(StateDir(), "server.log"))
@@ -95,13 +95,25 @@ func connect(ctx context.Context, o *DialOptions) (*net.UnixConn, error) {
 		case <-exited:
 			// It exited: fine if another server won the race, else its log says why.
 			exited = nil
-			if _, err := dialOnce(o.Socket); err != nil {
+			if c, err := dialOnce(o.Socket); err != nil {
 				deadline = time.Now().Add(time.Second)
+			} else {
+				c.Close()
 			}
 		case <-time.After(delay):
 			delay = min(delay*2, 50*time.Millisecond)
 		}
 	}
+}
+
+// connectError is the error of a failed connection to the server at socket. A refusal
+// names the path already and says what to do: it is returned as it is.
+func connectError(socket string, err error) error {
+	var re *RefusedError
+	if errors.As(err, &re) {
+		return err
+	}
+	return fmt.Errorf("connect to the ptyhub server at %s: %w", socket, err)
 }
 
 // build is the build of the server this client would start: that of o.Executable, else
@@ -113,8 +125,24 @@ func (o *DialOptions) build() string {
 	return Build()
 }
 
+// dialOnce connects to the server socket at path, after checking its directory
+// (checkDir: strict for the default path), and checks that the server runs as this user
+// (checkPeer) before returning: no byte is sent to a socket that is, or could be, another
+// user's. A refusal is a *RefusedError; a missing directory or socket, or a socket
+// nobody listens on, is an error errNoServer recognises.
 func dialOnce(path string) (*net.UnixConn, error) {
-	return net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err := checkDir(filepath.Dir(path), path == defaultSocketPath()); err != nil {
+		return nil, err
+	}
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := checkPeer(c, path); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // startServer starts a detached server. The returned channel is closed when it exits; a
@@ -132,17 +160,20 @@ func startServer(o *DialOptions) (<-chan struct{}, error) {
 		args = []string{"serve"}
 	}
 	args = append(append([]string(nil), args...), "--socket", o.Socket)
-	dir := StateDir()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("start the ptyhub server: state directory: %w", err)
-	}
-	logf, err := os.OpenFile(filepath.Join(dir, "server.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("start the ptyhub server: %w", err)
-	}
-	defer logf.Close()
 	cmd := exec.Command(exe, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its log goes to the state directory. When that cannot be written (read-only or
+	// full), the server still starts, logging nowhere: a log is not worth the user's
+	// every command.
+	if logf, err := openServerLog(); err == nil {
+		defer logf.Close()
+		cmd.Stdout, cmd.Stderr = logf, logf
+	} else if o.Warn != nil {
+		o.Warn(fmt.Sprintf("the ptyhub server starts without its log: %v", err))
+	}
+	// The server outlives this process and is the parent of every session's reaper:
+	// its environment, readable by any process of the user (/proc/PID/environ), keeps no
+	// credential. A caller's environment reaches its sessions in its requests.
+	cmd.Env, _ = session.WithoutSecrets(os.Environ(), nil)
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -151,6 +182,15 @@ func startServer(o *DialOptions) (<-chan struct{}, error) {
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	return exited, nil
+}
+
+// openServerLog opens StateDir()/server.log for appending, creating the directory.
+func openServerLog() (*os.File, error) {
+	dir := StateDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(filepath.Join(dir, "server.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 }
 
 // handshake sends h and reads the welcome, within 10 s.

@@ -200,8 +200,7 @@ func (h *hostSet) conn(ctx context.Context, path string) (*Client, error) {
 
 // dialHost connects to a host socket as a service client (no sessions of its own there).
 func dialHost(ctx context.Context, path string) (*Client, error) {
-	d := net.Dialer{Timeout: hostHandshake}
-	nc, err := d.DialContext(ctx, "unix", path)
+	nc, err := dialHostSocket(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +212,23 @@ func dialHost(ctx context.Context, path string) (*Client, error) {
 	cl := &Client{c: nc, welcome: w, pending: map[uint64]chan *frame{}, done: make(chan struct{})}
 	go cl.readLoop()
 	return cl, nil
+}
+
+// dialHostSocket connects to the host socket at path and checks that the host runs as
+// this user (checkPeer) before anything is sent: the socket directory may be one others
+// can write to (an explicit --socket), and a listing or an attach must not reach them.
+func dialHostSocket(ctx context.Context, path string) (*net.UnixConn, error) {
+	d := net.Dialer{Timeout: hostHandshake}
+	nc, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, err
+	}
+	uc := nc.(*net.UnixConn)
+	if _, err := checkPeer(uc, path); err != nil {
+		uc.Close()
+		return nil, err
+	}
+	return uc, nil
 }
 
 // close ends every host connection.
@@ -326,8 +342,9 @@ func (s *Server) relay(c *net.UnixConn, hf *frame, id string) bool {
 	if !ok {
 		return false
 	}
-	d := net.Dialer{Timeout: hostHandshake}
-	up, err := d.Dial("unix", hc.c.RemoteAddr().String())
+	dctx, cancel := context.WithTimeout(context.Background(), hostHandshake)
+	up, err := dialHostSocket(dctx, hc.c.RemoteAddr().String())
+	cancel()
 	if err != nil {
 		return false
 	}

@@ -55,7 +55,7 @@ func TestPrepareDir(t *testing.T) {
 				return err
 			}
 			return os.Chown(p, 65534, 65534)
-		}), true, "belongs to uid 65534"})
+		}), true, "owned by uid 65534"})
 	}
 	for _, c := range cases {
 		err := prepareDir(c.dir, c.strict)

@@ -163,24 +163,9 @@ func dialRemote(ctx context.Context, o *DialOptions, h *hello) (net.Conn, *Welco
 }
 
 // peerPID returns the pid of the server at the other end of c, after checking that it
-// runs as this user.
+// runs as this user (checkPeer).
 func peerPID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var uid, pid int
-	var cerr error
-	if err := raw.Control(func(fd uintptr) { uid, pid, cerr = peerCred(int(fd)) }); err != nil {
-		return 0, err
-	}
-	if cerr != nil {
-		return 0, cerr
-	}
-	if uid != os.Getuid() {
-		return 0, fmt.Errorf("the server on the socket runs as uid %d, not as you", uid)
-	}
-	return pid, nil
+	return checkPeer(c, c.RemoteAddr().String())
 }
 
 // stopServer sends SIGTERM to the server pid (which ends its sessions and removes its
@@ -283,7 +268,7 @@ func KillServer(ctx context.Context, socket string) (int, error) {
 		if errNoServer(err) {
 			return 0, fmt.Errorf("no ptyhub server is running on %s", socket)
 		}
-		return 0, fmt.Errorf("connect to the ptyhub server at %s: %w", socket, err)
+		return 0, connectError(socket, err)
 	}
 	pid, err := peerPID(c)
 	c.Close()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -155,6 +156,14 @@ func runMCPHosted(ctx context.Context, socket *target, caller *session.Caller, s
 		return code
 	}
 	host, err := server.ListenHost(mgr, server.Options{Socket: socket.socket, Logger: log, Version: version()})
+	var refused *server.RefusedError
+	if errors.As(err, &refused) {
+		// The socket directory is, or could be, another user's: the server's socket in
+		// it is refused too, so say so now.
+		mgr.Close(context.Background())
+		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
+		return exitError
+	}
 	if err != nil {
 		log.Warn("cannot serve this process's sessions to the CLI; running them in the ptyhub server", "error", err)
 		mgr.Close(context.Background())
