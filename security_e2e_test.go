@@ -125,28 +125,43 @@ func TestTranscriptHiddenRawInput(t *testing.T) {
 			t.Parallel()
 			_, cl, state := trManager(t, session.Options{})
 			secret := secretValue(t)[:24]
-			r := exec(t, cl, session.ExecRequest{Cmd: c.cmd, WaitFor: "Password: ", YieldTimeMs: ms(20000)})
+			r := exec(t, cl, session.ExecRequest{Cmd: c.cmd, WaitFor: "Password:", YieldTimeMs: ms(20000)})
 			results := []*session.Result{r}
-			if !strings.Contains(r.Output, "Password: ") {
+			if !strings.Contains(r.Output, "Password:") {
 				t.Fatalf("no prompt: %+v", r)
 			}
-			for _, ch := range secret + c.enter { // typed key by key, as a human or an agent does
+			// Half in one write, the rest key by key, as a human types.
+			typed := secret + c.enter
+			results = append(results, write(t, cl, session.WriteRequest{SessionID: r.SessionID, Chars: typed[:12], YieldTimeMs: ms(50)}))
+			for _, ch := range typed[12:] {
 				results = append(results, write(t, cl, session.WriteRequest{SessionID: r.SessionID, Chars: string(ch), YieldTimeMs: ms(50)}))
 			}
 			r = write(t, cl, session.WriteRequest{SessionID: r.SessionID, WaitFor: "got 24 chars", YieldTimeMs: ms(20000)})
 			results = append(results, r)
 			path, _ := trFinish(t, state, r)
+			var all strings.Builder
 			for _, res := range results {
-				if strings.Contains(res.Output, secret) {
-					t.Errorf("a result shows the secret: %q", res.Output)
-				}
+				all.WriteString(res.Output)
 			}
-			if !strings.Contains(r.Output, "got 24 chars") {
-				t.Errorf("the program did not get the input: %q", r.Output)
+			if strings.Contains(all.String(), secret[:12]) || strings.Contains(all.String(), secret[12:]) {
+				t.Errorf("a result shows the secret: %q", all.String())
+			}
+			if !strings.Contains(all.String(), "got 24 chars") {
+				t.Errorf("the program did not get the input: %q", all.String())
 			}
 			data, _ := os.ReadFile(path)
 			if !strings.Contains(string(data), "bytes of hidden input]") {
 				t.Errorf("no hidden-input marker in %s", data)
+			}
+			_, evs := trEvents(t, path)
+			var input strings.Builder
+			for _, e := range evs {
+				if e[1] == "i" {
+					input.WriteString(e[2].(string))
+				}
+			}
+			if in := input.String(); strings.Contains(in, secret[:12]) || strings.Contains(in, secret[12:]) {
+				t.Errorf("the transcript's input events hold the secret: %q", in)
 			}
 			n := 0
 			filepath.WalkDir(state, func(p string, d os.DirEntry, err error) error {

@@ -34,13 +34,17 @@ func (s *Session) stopFeatures() {
 	s.rec.stop()
 }
 
-// inputHidden reports whether the terminal has echo off (a password prompt).
+// inputHidden reports whether the terminal has echo off: input typed then is kept only as
+// its length. In line mode that is a password prompt; in raw mode a program that echoes
+// for itself (readline, an editor) shows what it wants in its output, and one that does
+// not (a raw-mode password prompt: prompt_toolkit's is_password, `stty raw -echo`) is
+// reading a secret, which the termios flags cannot tell apart.
 func (s *Session) inputHidden() bool {
 	if !s.tty {
 		return false
 	}
 	a, err := s.master.Attrs()
-	return err == nil && !a.Echo && a.Canonical
+	return err == nil && !a.Echo
 }
 
 // humanAttached reports whether a human's terminal is attached (and answers terminal
