@@ -1,11 +1,15 @@
 package ptyhub_test
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -179,4 +183,122 @@ func TestTranscriptHiddenRawInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nsHub returns a copy of h whose commands (the CLI, ptyhub mcp, and the server they
+// start) run in a private mount namespace in which h's state directory is a tmpfs that
+// setup (a shell script, $STATE its path) prepared: made read-only, or filled. The
+// namespace lives as long as the test, or as long as the server started in it.
+func nsHub(t *testing.T, h *svHub, setup string) *svHub {
+	t.Helper()
+	if os.Getuid() != 0 {
+		testtool.Missing(t, "needs root to mount a tmpfs in a private mount namespace")
+	}
+	testtool.Need(t, "unshare", "nsenter")
+	var state string
+	for _, kv := range h.env {
+		if v, ok := strings.CutPrefix(kv, "XDG_STATE_HOME="); ok {
+			state = v
+		}
+	}
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	holder := osexec.Command("unshare", "-m", "--propagation", "private", "sh", "-ec",
+		`mount -t tmpfs -o size=64k,mode=0700 tmpfs "$STATE"; `+setup+`; echo ready; exec cat >/dev/null`)
+	holder.Env = append(os.Environ(), "STATE="+state)
+	holder.Stderr = os.Stderr
+	stdin, err := holder.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); holder.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("the mount namespace was not set up: %q %v", line, err)
+	}
+	wrapper := filepath.Join(t.TempDir(), "ptyhub")
+	script := fmt.Sprintf("#!/bin/sh\nexec nsenter -m -t %d --wd=\"$(pwd)\" %s \"$@\"\n", holder.Process.Pid, h.bin)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := *h
+	c.bin = wrapper
+	return &c
+}
+
+// execJSON runs `ptyhub exec --json args…` and returns its result.
+func (h *svHub) execJSON(args ...string) session.Result {
+	h.t.Helper()
+	out := h.ok(append([]string{"exec", "--json"}, args...)...)
+	var r session.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		h.t.Fatalf("%v: %s", err, out)
+	}
+	return r
+}
+
+// checkStateDirFault: with the state directory read-only or full, the CLI and an agent
+// work; each result says the transcript is not recorded; the server's and the agent's
+// sessions have different short ids, past those recorded before, and `ptyhub kill ID`
+// ends the session of that id.
+func checkStateDirFault(t *testing.T, h *svHub) {
+	r1 := h.execJSON("--", "echo", "first")
+	if r1.Output != "first\n" || !slices.ContainsFunc(r1.Notices.Warnings, func(w string) bool { return strings.HasPrefix(w, "transcript not recorded: ") }) {
+		t.Errorf("exec: output %q, warnings %q; want a warning that the transcript is not recorded", r1.Output, r1.Notices.Warnings)
+	}
+	a := h.agent()
+	ar := a.call("exec_command", map[string]any{"cmd": "echo from-agent; sleep 600", "yield_time_ms": 20000, "wait_for": "from-agent"})
+	warns, _ := ar["warnings"].([]any)
+	if !slices.ContainsFunc(warns, func(w any) bool { s, _ := w.(string); return strings.HasPrefix(s, "transcript not recorded: ") }) {
+		t.Errorf("exec_command: warnings %q; want a warning that the transcript is not recorded", warns)
+	}
+	agentID, _ := ar["session_id"].(string)
+	out, _, _ := h.run("exec", "--json", "--yield", "100ms", "--", "sleep", "600") // still running: status 124
+	var r2 session.Result
+	if err := json.Unmarshal([]byte(out), &r2); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	ids := []string{r1.SessionID, agentID, r2.SessionID}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		n, _ := strconv.Atoi(id)
+		if n <= 40 || seen[id] {
+			t.Errorf("short ids %v: reused, or not past the 40 recorded before", ids)
+		}
+		seen[id] = true
+	}
+	h.ok("kill", agentID)
+	_, l := h.lsIDs()
+	for _, in := range l.Sessions {
+		if in.SessionID == r2.SessionID && in.State != session.StateRunning {
+			t.Errorf("ptyhub kill %s ended the server's session %s", agentID, r2.SessionID)
+		}
+	}
+	h.ok("kill", r2.SessionID)
+}
+
+// TestReadOnlyStateDir: a read-only state directory costs the transcripts and nothing
+// else: the server starts (without its log), the CLI and agents work, results say the
+// transcript is not recorded, and short ids stay unique.
+func TestReadOnlyStateDir(t *testing.T) {
+	t.Parallel()
+	h := nsHub(t, svNew(t), `mkdir -m 0700 "$STATE/ptyhub"; echo 40 >"$STATE/ptyhub/session-ids"; mount -o remount,ro "$STATE"`)
+	if out, errs, code := h.run("ls"); code != 0 {
+		t.Fatalf("ptyhub ls with a read-only state directory: status %d: %s %s", code, out, errs)
+	}
+	checkStateDirFault(t, h)
+}
+
+// TestFullStateDir: a full state directory: the same.
+func TestFullStateDir(t *testing.T) {
+	t.Parallel()
+	h := nsHub(t, svNew(t), `mkdir -m 0700 "$STATE/ptyhub"; echo 40 >"$STATE/ptyhub/session-ids"; touch "$STATE/ptyhub/session-ids.lock"; dd if=/dev/zero of="$STATE/fill" bs=4k count=64 2>/dev/null || true`)
+	checkStateDirFault(t, h)
 }

@@ -39,6 +39,11 @@ type Options struct {
 	// StateDir is ptyhub's state directory; transcripts go to StateDir/sessions
 	// (default $XDG_STATE_HOME/ptyhub, else ~/.local/state/ptyhub). Tests set it.
 	StateDir string
+	// SpareIDFile is where short ids are reserved when the state directory's id file
+	// cannot be updated (a read-only or full disk): a file of this user's that every
+	// manager whose sessions one listing shows shares (the server socket's path with
+	// ".ids"). Empty: ids then continue from memory, unique within this manager only.
+	SpareIDFile string
 	// NoRecord turns transcripts off.
 	NoRecord bool
 	// RecordCap is the size cap of one transcript (default 256 MiB).
@@ -60,18 +65,20 @@ type Manager struct {
 	reaperErr   error
 	holdLeaders bool // read exit statuses from /proc instead of waiting for the reaper
 
-	mu       sync.Mutex
-	nextID   int
-	idBound  int // the end of the block of ids reserved (registry.reserveIDs); nextID < idBound: ids left
-	sessions map[int]*Session
-	pools    map[string]map[int]*Session // pool name → its sessions (those in sessions)
-	ended    map[string]map[int]*Session // pool name → its sessions that have ended (admit: O(ended), not O(pool))
-	poolSeq  int                         // names the private pools of clients
-	live     int                         // sessions whose exit is not yet recorded
-	closed   bool
-	gen      uint64        // changes when a session starts, ends or is removed (watch.go)
-	changes  []watchChange // the latest changes, in generation order (watch.go)
-	genCh    chan struct{} // closed at the next change; nil until someone waits
+	mu      sync.Mutex
+	nextID  int
+	idBound int // the end of the block of ids reserved (registry.reserveIDs); nextID < idBound: ids left
+	// idsFromMemory: a block of ids could not be written to the state directory (said once).
+	idsFromMemory bool
+	sessions      map[int]*Session
+	pools         map[string]map[int]*Session // pool name → its sessions (those in sessions)
+	ended         map[string]map[int]*Session // pool name → its sessions that have ended (admit: O(ended), not O(pool))
+	poolSeq       int                         // names the private pools of clients
+	live          int                         // sessions whose exit is not yet recorded
+	closed        bool
+	gen           uint64        // changes when a session starts, ends or is removed (watch.go)
+	changes       []watchChange // the latest changes, in generation order (watch.go)
+	genCh         chan struct{} // closed at the next change; nil until someone waits
 	// starts counts starts under way; added to only under mu while !closed, so Close
 	// can wait for them after setting closed.
 	starts sync.WaitGroup
@@ -515,10 +522,23 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		// Short ids are never reused for a user and never given by two managers (the
 		// server and every ptyhub mcp hosting its sessions): each takes blocks from the
 		// state directory.
-		if first, ok := m.reg.reserveIDs(idBlock); ok {
-			m.nextID = max(m.nextID, first-1)
+		// Whatever the disk does, an id at or below one given is never given again: a
+		// block that cannot be written continues from memory (and is said once).
+		first, err := m.reg.reserveIDs(m.nextID, idBlock)
+		how := "continuing from memory: unique within this process only"
+		if err != nil && m.opts.SpareIDFile != "" {
+			spare := registry{idFile: m.opts.SpareIDFile}
+			var serr error
+			if first, serr = spare.reserveIDs(max(m.nextID, first-1), idBlock); serr == nil {
+				how = "reserving them in " + m.opts.SpareIDFile
+			}
 		}
+		m.nextID = max(m.nextID, first-1)
 		m.idBound = m.nextID + idBlock
+		if err != nil && !m.idsFromMemory {
+			m.idsFromMemory = true
+			m.log.Warn("short session ids: the state directory's id file cannot be updated; "+how+", past every id recorded", "from", m.nextID+1, "err", err)
+		}
 	}
 	m.nextID++
 	s.id = m.nextID

@@ -52,8 +52,9 @@ type recorder struct {
 	queued   int   // bytes of input data in events
 	dropped  int64 // input bytes not queued because the recorder fell behind
 	stopping bool
-	finished bool // the goroutine is done with the transcript
-	removed  bool // the session left the manager: release once finished
+	failed   string // why the transcript could not be created or stopped ("" while it records)
+	finished bool   // the goroutine is done with the transcript
+	removed  bool   // the session left the manager: release once finished
 
 	onRelease   func()
 	releaseOnce sync.Once
@@ -201,6 +202,7 @@ func startRecorder(s *Session, rows, cols int) *recorder {
 	dir, err := m.recordDir()
 	if err != nil {
 		m.log.Warn("transcript: not recording", "session", s.id, "err", err)
+		s.recFail = err.Error()
 		return nil
 	}
 	h := transcript.Header{Width: cols, Height: rows, Command: s.command, SessionID: s.id,
@@ -333,6 +335,7 @@ func (r *recorder) run(dir string, h transcript.Header) {
 		}})
 	if err != nil {
 		r.s.m.log.Warn("transcript: not recording", "session", r.s.id, "err", err)
+		r.fail(err)
 		close(r.ready)
 		return
 	}
@@ -420,6 +423,7 @@ func (r *recorder) run(dir string, h transcript.Header) {
 		if err := r.w.Err(); err != nil && !logged {
 			logged = true
 			r.s.m.log.Warn("transcript: recording stopped", "session", r.s.id, "err", err)
+			r.fail(err)
 		}
 		if ended && (status != "" || stopping) {
 			break
@@ -437,11 +441,45 @@ func (r *recorder) run(dir string, h transcript.Header) {
 	}
 	if err := r.w.Close(time.Now(), status); err != nil && !logged {
 		r.s.m.log.Warn("transcript: recording stopped", "session", r.s.id, "err", err)
+		r.fail(err)
 	}
 	tl.close()
 	r.mu.Lock()
 	r.log = tl
 	r.mu.Unlock()
+}
+
+// fail records why the transcript stopped (the first reason is kept).
+func (r *recorder) fail(err error) {
+	r.mu.Lock()
+	if r.failed == "" {
+		r.failed = err.Error()
+	}
+	r.mu.Unlock()
+}
+
+// transcriptProblem says why the session's transcript is not recorded, or stopped: its
+// files could not be created, or a write failed (a read-only or full disk); "" while it
+// records, or when recording is off by choice. With created, it first waits until the
+// recorder tried to create the files (a few system calls, begun when the session
+// started), so the result of a quick command can say it too.
+func (s *Session) transcriptProblem(created bool) string {
+	if s.recFail != "" {
+		return s.recFail
+	}
+	r := s.rec
+	if r == nil {
+		return ""
+	}
+	if created {
+		select {
+		case <-r.ready:
+		case <-r.done:
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
 }
 
 // maybePrune runs the retention pass over dir unless one ran recently.

@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -57,45 +58,73 @@ const idBlock = 64
 // reserveIDs reserves n short ids no manager of this state directory has given or will
 // give, in this process or another (the server, each ptyhub mcp): under an exclusive
 // lock on session-ids.lock it reads the bound of the ids given so far from session-ids,
-// writes bound+n (replaced atomically) and returns bound+1, the first of the block. ok
-// is false when the registry is off or the file cannot be updated: the caller then gives
-// ids of its own, unique only within the manager.
-func (r *registry) reserveIDs(n int) (first int, ok bool) {
-	ok = r.updateIDs(func(bound int) int {
-		first = bound + 1
-		return bound + n
+// writes max(bound, floor)+n and returns max(bound, floor)+1, the first of the block.
+// floor is the last id this manager gave: whatever the file says, no id at or below it
+// is given again. When the file cannot be updated (no state directory, read-only, full)
+// it still returns the first id past both floor and the bound it could read, with the
+// error: the caller then gives ids of its own from memory, unique within the manager
+// and past every id recorded.
+func (r *registry) reserveIDs(floor, n int) (first int, err error) {
+	first = floor + 1
+	err = r.updateIDs(func(bound int) int {
+		first = max(bound, floor) + 1
+		return first - 1 + n
 	})
-	return first, ok
+	return first, err
 }
 
-// updateIDs replaces the bound of the ids given by next(bound), under the lock, and
-// reports whether it did.
-func (r *registry) updateIDs(next func(bound int) int) bool {
+// updateIDs replaces the bound of the ids given by next(bound), under the lock. When the
+// lock or the new file cannot be made, it calls next with the bound it can read and
+// returns why the new bound was not written; a file that cannot be replaced (a full
+// disk: no block for a new file) is rewritten in place, under the lock.
+func (r *registry) updateIDs(next func(bound int) int) error {
 	if r.idFile == "" {
-		return false
+		next(0)
+		return errors.New("no state directory")
+	}
+	read := func() int {
+		bound := 0
+		if b, err := os.ReadFile(r.idFile); err == nil {
+			bound, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			bound = max(bound, 0)
+		}
+		return bound
 	}
 	lock, err := os.OpenFile(r.idFile+".lock", os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return false
+		next(read())
+		return err
 	}
 	defer lock.Close() // releases the lock
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return false
+		next(read())
+		return err
 	}
-	bound := 0
-	if b, err := os.ReadFile(r.idFile); err == nil {
-		bound, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		bound = max(bound, 0)
-	}
+	bound := read()
 	nb := next(bound)
 	if nb == bound {
-		return true
+		return nil
 	}
+	line := []byte(strconv.Itoa(nb) + "\n")
 	tmp := r.idFile + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(nb)+"\n"), 0o600); err != nil {
-		return false
+	err = os.WriteFile(tmp, line, 0o600)
+	if err == nil {
+		if err = os.Rename(tmp, r.idFile); err == nil {
+			return nil
+		}
 	}
-	return os.Rename(tmp, r.idFile) == nil
+	os.Remove(tmp)
+	// In place: the file's block is already there. A reader holds the lock too, so it
+	// never sees the file half written.
+	f, ferr := os.OpenFile(r.idFile, os.O_WRONLY|unix.O_NOFOLLOW, 0)
+	if ferr != nil {
+		return err
+	}
+	defer f.Close()
+	if _, werr := f.WriteAt(line, 0); werr != nil {
+		return werr
+	}
+	return f.Truncate(int64(len(line)))
 }
 
 // returnIDs gives back the ids after given of a block reserved up to reserved, when no
@@ -120,6 +149,9 @@ func (r *registry) init(stateDir string, log func(string, ...any)) {
 			}
 			stateDir = d
 		}
+		// The short ids are kept even with the registry off (read-only, as far as
+		// reading the bound goes).
+		r.idFile = filepath.Join(stateDir, "session-ids")
 		dir := filepath.Join(stateDir, "registry")
 		if err := transcript.EnsureDir(dir); err != nil {
 			log("registry off", "dir", dir, "err", err)
@@ -133,7 +165,6 @@ func (r *registry) init(stateDir string, log func(string, ...any)) {
 			return
 		}
 		r.dir, r.self, r.start, r.log, r.live = dir, self, start, f, map[string][]byte{}
-		r.idFile = filepath.Join(stateDir, "session-ids")
 		// The sweep goroutine ends once every stale session is gone (bounded by the
 		// kill sequence's grace period).
 		go r.sweepStale(log)

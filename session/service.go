@@ -106,6 +106,11 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 	if !col.foreign {
 		r.HumanInputBytes = s.takeHumanInput()
 	}
+	if !col.foreign {
+		if p := s.transcriptProblem(state == StateExited); p != "" && !s.toldTranscript.Swap(true) {
+			warns = append(warns, "transcript not recorded: "+p+"; the output is in this result and read_output reads what memory holds")
+		}
+	}
 	if r.OutputStopped = s.outputStopped(); r.OutputStopped {
 		warns = append(warns, "output is stopped: a ^S (XOFF) was typed and the terminal has flow control on; send \u0011 (C-q) to resume")
 	}

@@ -79,7 +79,13 @@ type Session struct {
 	// Feature state; each type lives in its own file with its own owner (see hooks.go).
 	scr *screenState // screen.go: terminal emulator, query answers, screen view
 	rec *recorder    // record.go: asciicast transcript on disk
-	att attachState  // attach.go: attached human clients
+	// recFail says why no recorder could start ("" otherwise); set before the reader
+	// starts, then read only.
+	recFail string
+	// toldTranscript: a result of the session's owner said its transcript is not
+	// recorded (said once).
+	toldTranscript atomic.Bool
+	att            attachState // attach.go: attached human clients
 
 	xoff  atomic.Bool // a ^S stopped the terminal's output (noteFlow)
 	ahead waitState   // the writer's own cache for holdTypeahead

@@ -99,7 +99,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		log.Warn("--keep has no effect with the embedded manager: sessions end with this process")
 	}
 
-	mgr, code := agentManager(log, stderr)
+	mgr, code := agentManager(log, stderr, "")
 	if mgr == nil {
 		return code
 	}
@@ -151,7 +151,7 @@ func runMCPClient(ctx context.Context, socket *target, keep bool, caller *sessio
 // ptyhub mcp exits. When the host socket cannot be made, the sessions go to the server
 // (runMCPClient).
 func runMCPHosted(ctx context.Context, socket *target, caller *session.Caller, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) int {
-	mgr, code := agentManager(log, stderr)
+	mgr, code := agentManager(log, stderr, spareIDFile(socket.socket))
 	if mgr == nil {
 		return code
 	}
@@ -209,13 +209,15 @@ func runMCPHosted(ctx context.Context, socket *target, caller *session.Caller, s
 }
 
 // agentManager returns the manager of the sessions this process runs ($PTYHUB_MAX_SESSIONS
-// running at once), or nil and the exit status after saying why on stderr.
-func agentManager(log *slog.Logger, stderr io.Writer) (*session.Manager, int) {
+// running at once; short ids reserved in spareIDs when the state directory cannot be
+// written, see session.Options.SpareIDFile), or nil and the exit status after saying why
+// on stderr.
+func agentManager(log *slog.Logger, stderr io.Writer, spareIDs string) (*session.Manager, int) {
 	max, err := maxSessionsEnv()
 	if err != nil {
 		return nil, usageError(stderr, "mcp", err.Error())
 	}
-	mgr, err := session.NewManager(session.Options{Logger: log, MaxSessions: max})
+	mgr, err := session.NewManager(session.Options{Logger: log, MaxSessions: max, SpareIDFile: spareIDs})
 	if err != nil {
 		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
 		return nil, exitError

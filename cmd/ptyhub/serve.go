@@ -43,6 +43,16 @@ func socketFlag(fs *flagSet) *string {
 	return fs.String("socket", "", "server socket `path` (default $PTYHUB_SOCKET, else $XDG_RUNTIME_DIR/ptyhub/server.sock)")
 }
 
+// spareIDFile is where the managers of the server on socket (default SocketPath()) and
+// of its session hosts reserve short ids when the state directory cannot be written: a
+// file next to the socket, like its lock file (see session.Options.SpareIDFile).
+func spareIDFile(socket string) string {
+	if socket == "" {
+		socket = server.SocketPath()
+	}
+	return socket + ".ids"
+}
+
 var noted sync.Once
 
 // noteOnce prints a note about the server on stderr, once per process.
@@ -104,7 +114,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if *maxSessions < 0 {
 		return usageError(stderr, "serve", "--max-sessions must be positive")
 	}
-	mgr, err := session.NewManager(session.Options{Logger: log, MaxSessions: *maxSessions})
+	mgr, err := session.NewManager(session.Options{Logger: log, MaxSessions: *maxSessions, SpareIDFile: spareIDFile(*socket)})
 	if err != nil {
 		fmt.Fprintf(stderr, "ptyhub serve: %s\n", oneLine(err.Error()))
 		return exitError
