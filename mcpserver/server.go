@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ptyhub/ptyhub/session"
@@ -116,6 +117,20 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }() // ends when the connection is fully closed
+	if lt, ok := t.(*LineTransport); ok {
+		// At the end of the input every request read is still answered (the transport
+		// waits for that before it reports the end); calls still waiting stop waiting
+		// and answer with what they have, as at shutdown. Ends when Serve returns.
+		served := make(chan struct{})
+		defer close(served)
+		go func() {
+			select {
+			case <-lt.InputEnded():
+				s.shutdown()
+			case <-served:
+			}
+		}()
+	}
 	rctx, stopRes := context.WithCancel(ctx)
 	resDone := make(chan struct{})
 	// Keeps the resource list in step with the sessions; ends when Serve returns.
@@ -145,7 +160,7 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 // Run serves svc over newline-delimited JSON-RPC on in and out (stdin and stdout for
 // `ptyhub mcp`) until in ends (returns nil) or ctx ends (returns ctx.Err()).
 func Run(ctx context.Context, svc session.Service, in io.Reader, out io.Writer, opts Options) error {
-	return New(svc, opts).Serve(ctx, &LineTransport{In: in, Out: out})
+	return New(svc, opts).Serve(ctx, &LineTransport{In: in, Out: out, Logger: opts.Logger})
 }
 
 // listInput is list_sessions' input: no arguments (unknown ones are rejected).
@@ -248,7 +263,10 @@ func (s *Server) explainArgumentErrors(next mcp.MethodHandler) mcp.MethodHandler
 			}
 		}
 		res, err := next(ctx, method, req)
-		if err != nil || method != "tools/call" {
+		if err != nil {
+			return res, wellFormed(err)
+		}
+		if method != "tools/call" {
 			return res, err
 		}
 		ctr, ok := res.(*mcp.CallToolResult)
@@ -269,6 +287,31 @@ func (s *Server) explainArgumentErrors(next mcp.MethodHandler) mcp.MethodHandler
 		tc.Text = fmt.Sprintf("Invalid arguments for %s: %s. Its arguments are: %s.", name, detail, toolArgs[name])
 		return res, err
 	}
+}
+
+// wellFormed returns err with its data made valid JSON: the SDK builds the data of
+// resource-not-found errors with %q, which is not JSON for a URI holding control
+// characters (a NUL, ESC or DEL), and a response that cannot be encoded would otherwise
+// cost the client its answer.
+func wellFormed(err error) error {
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || len(we.Data) == 0 || json.Valid(we.Data) {
+		return err
+	}
+	var data struct {
+		URI string `json:"uri"`
+	}
+	if s, ok := strings.CutPrefix(string(we.Data), `{"uri":`); ok {
+		if u, err := strconv.Unquote(strings.TrimSuffix(s, "}")); err == nil {
+			data.URI = u
+		}
+	}
+	fixed := *we
+	fixed.Data, _ = json.Marshal(data)
+	if data.URI == "" {
+		fixed.Data = nil
+	}
+	return &fixed
 }
 
 // codexOnly lists, per tool, the arguments of Codex's own tool of that name that ptyhub
@@ -357,6 +400,12 @@ type texter interface{ Text() string }
 func handler[In any, Out texter](s *Server, call func(context.Context, In) (Out, error)) mcp.ToolHandlerFor[In, Out] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		var zero Out
+		if c, ok := any(in).(interface{ CheckSizes() error }); ok {
+			// Before anything else is done with the arguments.
+			if err := c.CheckSizes(); err != nil {
+				return nil, zero, toolError(err)
+			}
+		}
 		select {
 		case s.sem <- struct{}{}:
 			defer func() { <-s.sem }()

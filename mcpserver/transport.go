@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -20,17 +22,42 @@ const DefaultMaxLine = 16 << 20
 // LineTransport is an MCP transport over newline-delimited JSON-RPC on a reader and a
 // writer (stdin and stdout for `ptyhub mcp`).
 //
-// Unlike the SDK's StdioTransport, a bad line does not end the connection (EDGE 64, 65):
-// a line that is not JSON is answered with a parse error (-32700, id null); a JSON value
-// that is not a JSON-RPC message, a batch, or a request with a null id with -32600; a
-// line longer than MaxLine is discarded up to its newline and answered with -32600; then
-// serving goes on.
+// Unlike the SDK's StdioTransport, no input ends the connection but the end of the
+// input, and no output that fails to encode does:
+//
+//   - a line that is not JSON is answered with a parse error (-32700, id null); a JSON
+//     value that is not a JSON-RPC message, a batch, or a request with a null id with
+//     -32600; a line longer than MaxLine is discarded up to its newline and answered
+//     with -32600, with the request's id when it can be read from the line's start;
+//     then serving goes on.
+//   - Request ids are echoed byte for byte: the server behind the transport sees ids
+//     of the transport's own (1, 2, 3…), and each response gets the client's id back as
+//     the client wrote it (a 30-digit number, 1.5, "\u0041"), where the SDK would turn
+//     numbers into int64. A request reusing the id of one still unanswered is refused
+//     with -32600. notifications/cancelled is translated the same way.
+//   - A response that cannot be encoded (a result or error holding invalid JSON) is
+//     replaced by an internal error (-32603) for its id; any other message that cannot be
+//     encoded is dropped and logged. A failed write is returned only when the output
+//     itself fails.
+//   - At the end of the input, every request read is answered before the connection
+//     reports io.EOF: InputEnded lets the server end the calls still waiting, so they
+//     answer with what they have.
 type LineTransport struct {
 	In  io.Reader
 	Out io.Writer
 	// MaxLine bounds one request line in bytes (default DefaultMaxLine).
 	MaxLine int
+	// Logger receives messages dropped because they could not be encoded (default:
+	// discard).
+	Logger *slog.Logger
+
+	ended chan struct{} // made by Connect; closed when the input has ended
 }
+
+// InputEnded returns a channel closed when the input has ended (after Connect; nil
+// before). Requests read before the end are still answered: the connection's Read
+// reports io.EOF once each has its response written.
+func (t *LineTransport) InputEnded() <-chan struct{} { return t.ended }
 
 // Connect implements mcp.Transport. It starts the reading goroutine.
 func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
@@ -38,11 +65,21 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 	if max <= 0 {
 		max = DefaultMaxLine
 	}
+	log := t.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t.ended = make(chan struct{})
 	c := &lineConn{
 		in:       t.In,
 		out:      t.Out,
+		log:      log,
 		incoming: make(chan readResult),
 		closed:   make(chan struct{}),
+		ended:    t.ended,
+		answered: make(chan struct{}, 1),
+		pending:  map[int64]json.RawMessage{},
+		byRaw:    map[string]int64{},
 	}
 	// The reading goroutine owns t.In. It stops at the end or an error of the input, or
 	// when the connection is closed (then at its next delivery; a Read blocked on an
@@ -60,11 +97,21 @@ type readResult struct {
 type lineConn struct {
 	in  io.Reader
 	out io.Writer
+	log *slog.Logger
 	wmu sync.Mutex // one whole line per write, in order
 
 	incoming  chan readResult
 	closed    chan struct{}
 	closeOnce sync.Once
+	ended     chan struct{} // closed by readLoop at the end of the input
+	answered  chan struct{} // capacity 1: a pending request was answered
+
+	// The requests delivered and not yet answered, by the id the server sees (the
+	// transport's own) and by the client's id as written. Lock order: mu, then wmu.
+	mu      sync.Mutex
+	nextID  int64
+	pending map[int64]json.RawMessage // our id → the client's raw id
+	byRaw   map[string]int64          // the client's raw id → our id
 }
 
 func (c *lineConn) SessionID() string { return "" }
@@ -81,16 +128,97 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
-// Write writes msg as one line.
+// Write writes msg as one line. A response goes out with the client's id of its request.
+// A message that cannot be encoded is not an error of the connection: a response
+// becomes an internal error for its id, anything else is dropped (and logged).
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	resp, isResp := msg.(*jsonrpc.Response)
+	var raw json.RawMessage
+	if isResp {
+		raw = c.answer(resp.ID)
+		if raw != nil {
+			// Settled before the write: the input's end waits for it, and a write to a
+			// broken output does not answer anything again.
+			defer c.settle()
+		}
+	}
 	data, err := jsonrpc.EncodeMessage(msg)
+	if err == nil && !json.Valid(data) {
+		// A json.RawMessage inside (the SDK's resource-not-found error quotes the URI with
+		// %q) may not be JSON, and the encoder does not always check.
+		err = errors.New("the encoding is not valid JSON")
+	}
 	if err != nil {
-		return fmt.Errorf("encoding message: %w", err)
+		if !isResp {
+			c.log.Warn("mcp: dropped a message that cannot be encoded as JSON", "err", err)
+			return nil
+		}
+		c.log.Warn("mcp: a response cannot be encoded as JSON; answering with an internal error", "err", err)
+		id := raw
+		if id == nil {
+			id, _ = json.Marshal(resp.ID.Raw())
+		}
+		return c.writeLine(errorLine(id, jsonrpc.CodeInternalError,
+			"internal error: the response could not be encoded as JSON ("+err.Error()+")"))
+	}
+	if raw != nil {
+		data = withID(data, raw)
 	}
 	return c.writeLine(data)
+}
+
+// answer returns the client's raw id of the request the server knows by id, and forgets
+// the request (nil: not a request of the client's this transport delivered).
+func (c *lineConn) answer(id jsonrpc.ID) json.RawMessage {
+	n, ok := id.Raw().(int64)
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	raw, ok := c.pending[n]
+	if !ok {
+		return nil
+	}
+	delete(c.pending, n)
+	delete(c.byRaw, string(raw))
+	return raw
+}
+
+// settle tells the input's end that a request was answered.
+func (c *lineConn) settle() {
+	select {
+	case c.answered <- struct{}{}:
+	default:
+	}
+}
+
+// withID returns the encoded message data with its "id" member replaced by raw.
+func withID(data []byte, raw json.RawMessage) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return data
+	}
+	if _, ok := m["id"]; !ok {
+		return data
+	}
+	// The SDK writes "jsonrpc" then "id" first: keep that order when it holds, so the
+	// line reads as every other.
+	head := []byte(`{"jsonrpc":"2.0","id":` + string(m["id"]))
+	if bytes.HasPrefix(data, head) {
+		out := make([]byte, 0, len(data)-len(m["id"])+len(raw))
+		out = append(append(append(out, `{"jsonrpc":"2.0","id":`...), raw...), data[len(head):]...)
+		return out
+	}
+	m["id"] = raw
+	out, err := json.Marshal(m)
+	if err != nil {
+		return data
+	}
+	return out
 }
 
 func (c *lineConn) writeLine(data []byte) error {
@@ -122,10 +250,63 @@ func (c *lineConn) deliver(r readResult) bool {
 	}
 }
 
+// drain waits until every request delivered has been answered, or the connection is
+// closed. Called once the input has ended.
+func (c *lineConn) drain() {
+	for {
+		c.mu.Lock()
+		n := len(c.pending)
+		c.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-c.answered:
+		case <-c.closed:
+			return
+		}
+	}
+}
+
+// idPeek is how much of a line too long to read is kept to find its request id.
+const idPeek = 4 << 10
+
+// peekID returns the top-level "id" of a JSON object cut short, when the id comes
+// before the cut (nil otherwise). Only a string or a number is an id.
+func peekID(head []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil
+		}
+		if k == "id" {
+			if usableID(v) {
+				return v
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// usableID reports whether raw is a JSON string or number (what a request id may be).
+func usableID(raw json.RawMessage) bool {
+	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
+}
+
 // readLoop reads lines and delivers decoded messages; it answers bad lines itself.
 func (c *lineConn) readLoop(max int) {
 	br := bufio.NewReaderSize(c.in, 64<<10)
 	var line []byte
+	var head []byte // the start of a line found too long, to read its id from
 	for {
 		line = line[:0]
 		tooLong := false
@@ -136,6 +317,10 @@ func (c *lineConn) readLoop(max int) {
 			if !tooLong {
 				if len(line)+len(frag) > max {
 					tooLong = true
+					if len(line) < idPeek {
+						line = append(line, frag[:min(len(frag), idPeek-len(line))]...)
+					}
+					head = append(head[:0], line[:min(len(line), idPeek)]...)
 					line = line[:0]
 				} else {
 					line = append(line, frag...)
@@ -150,14 +335,16 @@ func (c *lineConn) readLoop(max int) {
 			return
 		}
 		if tooLong {
-			c.replyError(nil, jsonrpc.CodeInvalidRequest,
-				fmt.Sprintf("request line longer than %d bytes discarded", max))
+			c.replyError(peekID(head), jsonrpc.CodeInvalidRequest,
+				fmt.Sprintf("request line longer than the limit of %d bytes, discarded; send large data in a file and pass its name", max))
 		} else if msg, ok := c.decode(line); ok {
 			if !c.deliver(readResult{msg: msg}) {
 				return
 			}
 		}
 		if err == io.EOF {
+			close(c.ended)
+			c.drain()
 			c.deliver(readResult{err: io.EOF})
 			return
 		}
@@ -189,20 +376,66 @@ func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
 		c.replyError(nil, jsonrpc.CodeInvalidRequest, "invalid request: the id must be a string or a number, not null")
 		return nil, false
 	}
-	msg, err := decodeMessage(line)
+	msg, rawID, err := decodeMessage(line)
 	if err != nil {
 		var probe struct {
 			ID json.RawMessage `json:"id"`
 		}
 		_ = json.Unmarshal(line, &probe)
 		id := probe.ID
-		if len(id) == 0 || (id[0] != '"' && id[0] != '-' && (id[0] < '0' || id[0] > '9')) {
+		if !usableID(id) {
 			id = nil // not a usable id: answer with null
 		}
 		c.replyError(id, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
 		return nil, false
 	}
-	return msg, true
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return msg, true // a response to the server's own request: its id is the server's
+	}
+	if rawID != nil {
+		// A call: the server sees an id of ours; the response gets rawID back.
+		c.mu.Lock()
+		if _, dup := c.byRaw[string(rawID)]; dup {
+			c.mu.Unlock()
+			c.replyError(rawID, jsonrpc.CodeInvalidRequest, "invalid request: id "+string(rawID)+" is already used by a request still in progress")
+			return nil, false
+		}
+		c.nextID++
+		n := c.nextID
+		c.pending[n] = rawID
+		c.byRaw[string(rawID)] = n
+		c.mu.Unlock()
+		req.ID, _ = jsonrpc.MakeID(float64(n))
+		return req, true
+	}
+	if req.Method == "notifications/cancelled" {
+		return c.cancelled(req)
+	}
+	return req, true
+}
+
+// cancelled translates a cancellation's requestId to the id the server knows. The
+// cancellation of a request that is not pending (answered already, or never seen) is
+// dropped: there is nothing to cancel.
+func (c *lineConn) cancelled(req *jsonrpc.Request) (jsonrpc.Message, bool) {
+	var params map[string]json.RawMessage
+	if json.Unmarshal(req.Params, &params) != nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	n, ok := c.byRaw[string(bytes.TrimSpace(params["requestId"]))]
+	c.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	params["requestId"] = json.RawMessage(strconv.FormatInt(n, 10))
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, false
+	}
+	req.Params = p
+	return req, true
 }
 
 // nullIDRequest reports whether line is a request (it has a method) whose id is null.
@@ -220,6 +453,12 @@ func nullIDRequest(line []byte) bool {
 // replyError writes an error response for a line that never reached the server. id nil
 // means null (the request's id could not be read).
 func (c *lineConn) replyError(id json.RawMessage, code int, message string) {
+	// A broken writer is reported by the connection's own next write.
+	_ = c.writeLine(errorLine(id, code, message))
+}
+
+// errorLine is an error response; id nil means null.
+func errorLine(id json.RawMessage, code int, message string) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
@@ -229,57 +468,65 @@ func (c *lineConn) replyError(id json.RawMessage, code int, message string) {
 		Error   jsonrpc.Error   `json:"error"`
 	}{"2.0", id, jsonrpc.Error{Code: int64(code), Message: message}})
 	if err != nil {
-		return
+		// Only id can fail, and every id here was read as JSON.
+		data = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}`)
 	}
-	// A broken writer is reported by the connection's own next write.
-	_ = c.writeLine(data)
+	return data
 }
 
 // decodeMessage decodes one JSON-RPC message as jsonrpc.DecodeMessage does (a "method"
 // key makes it a request, else it is a response and needs an id; the version must be
 // "2.0"; object keys are matched exactly), with encoding/json: the SDK's decoder
-// allocates a 32 KiB buffer for every message.
-func decodeMessage(line []byte) (jsonrpc.Message, error) {
+// allocates a 32 KiB buffer for every message. A request's id is not decoded: it is
+// returned as written (nil for a notification), and must be a string or a number.
+func decodeMessage(line []byte) (jsonrpc.Message, json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(line, &m); err != nil {
-		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		return nil, nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 	}
 	var version string
 	if raw, ok := m["jsonrpc"]; ok {
 		if err := json.Unmarshal(raw, &version); err != nil {
-			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+			return nil, nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 	}
 	if version != "2.0" {
-		return nil, fmt.Errorf("invalid message version tag %q; expected %q", version, "2.0")
-	}
-	var idv any
-	if raw, ok := m["id"]; ok {
-		if err := json.Unmarshal(raw, &idv); err != nil {
-			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
-		}
-	}
-	id, err := jsonrpc.MakeID(idv)
-	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("invalid message version tag %q; expected %q", version, "2.0")
 	}
 	if raw, ok := m["method"]; ok {
 		var method string
 		if err := json.Unmarshal(raw, &method); err != nil {
-			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+			return nil, nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
-		return &jsonrpc.Request{Method: method, ID: id, Params: m["params"]}, nil
+		rawID := bytes.TrimSpace(m["id"])
+		if len(rawID) > 0 && !usableID(rawID) {
+			return nil, nil, errors.New("the id must be a string or a number")
+		}
+		if len(rawID) == 0 {
+			rawID = nil
+		}
+		return &jsonrpc.Request{Method: method, Params: m["params"]}, rawID, nil
+	}
+	var idv any
+	if raw, ok := m["id"]; ok {
+		if err := json.Unmarshal(raw, &idv); err != nil {
+			return nil, nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+	}
+	id, err := jsonrpc.MakeID(idv)
+	if err != nil {
+		return nil, nil, err
 	}
 	if !id.IsValid() {
-		return nil, errors.New("JSON RPC invalid request")
+		return nil, nil, errors.New("JSON RPC invalid request")
 	}
 	resp := &jsonrpc.Response{ID: id, Result: m["result"]}
 	if raw, ok := m["error"]; ok && string(raw) != "null" {
 		var we jsonrpc.Error
 		if err := json.Unmarshal(raw, &we); err != nil {
-			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+			return nil, nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
 		}
 		resp.Error = &we
 	}
-	return resp, nil
+	return resp, nil, nil
 }

@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"io"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // FuzzLineTransport feeds arbitrary input to the stdio transport: it never panics or
 // stops early, every line it writes itself is one JSON-RPC error response (-32700 or
-// -32600), and every message it delivers is one of the input's lines.
+// -32600), every message it delivers is one of the input's lines, and the answer to a
+// delivered request carries the request's id as the input wrote it. The input's end is
+// reported once every request delivered is answered.
 func FuzzLineTransport(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n",
@@ -34,6 +38,7 @@ func FuzzLineTransport(f *testing.F) {
 		}
 		lines := bytes.Count(in, []byte("\n")) + 1
 		delivered := 0
+		answered := 0
 		for {
 			msg, err := conn.Read(context.Background())
 			if err == io.EOF {
@@ -48,6 +53,12 @@ func FuzzLineTransport(f *testing.F) {
 			if delivered++; delivered > lines {
 				t.Fatalf("%d messages from %d lines", delivered, lines)
 			}
+			if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
+				if err := conn.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{"answered":true}`)}); err != nil {
+					t.Fatalf("write: %v", err)
+				}
+				answered++
+			}
 		}
 		conn.Close()
 		for _, l := range bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n")) {
@@ -61,10 +72,22 @@ func FuzzLineTransport(f *testing.F) {
 					Code int `json:"code"`
 				} `json:"error"`
 			}
+			if bytes.HasSuffix(l, []byte(`"result":{"answered":true}}`)) {
+				// An answer: its id is one the input holds, as written.
+				answered--
+				var m map[string]json.RawMessage
+				if err := json.Unmarshal(l, &m); err != nil || !bytes.Contains(in, []byte(`"id"`)) || len(m["id"]) == 0 {
+					t.Fatalf("answer %q for input %q", l, in)
+				}
+				continue
+			}
 			if err := json.Unmarshal(l, &resp); err != nil || resp.JSONRPC != "2.0" || resp.Error == nil ||
 				(resp.Error.Code != -32700 && resp.Error.Code != -32600) || len(resp.ID) == 0 {
 				t.Fatalf("transport wrote %q for input %q", l, in)
 			}
+		}
+		if answered != 0 {
+			t.Fatalf("%d answers missing from the output for input %q", answered, in)
 		}
 	})
 }

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // rpc drives Run over pipes as a stdio client would.
@@ -130,8 +133,8 @@ func TestTransportBadLines(t *testing.T) {
 	}
 }
 
-// EDGE 65: a 100 KiB request works, a line over the limit is discarded with an error and
-// the stream stays in sync.
+// EDGE 65: a 100 KiB request works, a line over the limit is discarded with an error for
+// its id and the stream stays in sync.
 func TestTransportLongLines(t *testing.T) {
 	t.Parallel()
 	r := startRPC(t, &fakeService{}, Options{})
@@ -143,8 +146,14 @@ func TestTransportLongLines(t *testing.T) {
 	}
 	huge := `{"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":"` + strings.Repeat("y", DefaultMaxLine+1<<20) + `"}}`
 	r.send(huge)
-	if resp := r.recv(); resp.Error == nil || resp.Error.Code != -32600 || string(resp.ID) != "null" {
+	if resp := r.recv(); resp.Error == nil || resp.Error.Code != -32600 || string(resp.ID) != "2" {
 		t.Errorf("huge line: id %s error %+v", resp.ID, resp.Error)
+	}
+	// The id is found only at the start of the line; later, it is not read.
+	late := `{"jsonrpc":"2.0","method":"ping","params":{"x":"` + strings.Repeat("y", DefaultMaxLine) + `"},"id":4}`
+	r.send(late)
+	if resp := r.recv(); resp.Error == nil || resp.Error.Code != -32600 || string(resp.ID) != "null" {
+		t.Errorf("huge line, id at its end: id %s error %+v", resp.ID, resp.Error)
 	}
 	r.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
 	if resp := r.recv(); resp.Error != nil || string(resp.ID) != "3" {
@@ -168,4 +177,58 @@ func TestTransportEOF(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return at the end of its input")
 	}
+}
+
+// A response the SDK cannot encode (an error whose data is not JSON) becomes an internal
+// error for its request's id, and the connection goes on; a notification that cannot be
+// encoded is dropped.
+func TestTransportUnencodable(t *testing.T) {
+	t.Parallel()
+	inR, inW := io.Pipe()
+	var out syncBuffer
+	tr := &LineTransport{In: inR, Out: &out}
+	conn, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	go io.WriteString(inW, `{"jsonrpc":"2.0","id":12345678901234567890123,"method":"x"}`+"\n")
+	msg, err := conn.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := msg.(*jsonrpc.Request)
+	bad := &jsonrpc.Error{Code: -32602, Message: "Resource not found", Data: json.RawMessage("{\"uri\":\"\\x00\"}")}
+	if err := conn.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Error: bad}); err != nil {
+		t.Fatalf("an unencodable response is an error of the connection: %v", err)
+	}
+	note := &jsonrpc.Request{Method: "notifications/x", Params: json.RawMessage("{\"x\":\x01}")}
+	if err := conn.Write(context.Background(), note); err != nil {
+		t.Fatalf("an unencodable notification is an error of the connection: %v", err)
+	}
+	got := out.String()
+	var resp response
+	if err := json.Unmarshal([]byte(got), &resp); err != nil || strings.Count(got, "\n") != 1 {
+		t.Fatalf("output %q: want one JSON line (%v)", got, err)
+	}
+	if string(resp.ID) != "12345678901234567890123" || resp.Error == nil || resp.Error.Code != jsonrpc.CodeInternalError {
+		t.Errorf("answer %q: want an internal error for id 12345678901234567890123", got)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -165,13 +165,15 @@ const (
 // Result is what exec_command, write_stdin and read_output return: the structuredContent
 // of SPEC §4, also printed by `ptyhub exec --json`.
 type Result struct {
-	SessionID          string    `json:"session_id"`
-	UUID               string    `json:"uuid"`
-	State              string    `json:"state"`
-	ExitCode           *int      `json:"exit_code,omitempty"`
-	Signal             string    `json:"signal,omitempty"`
-	CoreDumped         bool      `json:"core_dumped,omitempty"`
-	TimedOut           bool      `json:"timed_out"`
+	SessionID  string `json:"session_id"`
+	UUID       string `json:"uuid"`
+	State      string `json:"state"`
+	ExitCode   *int   `json:"exit_code,omitempty"`
+	Signal     string `json:"signal,omitempty"`
+	CoreDumped bool   `json:"core_dumped,omitempty"`
+	TimedOut   bool   `json:"timed_out"`
+	// Pruned: ptyhub ended the session at its client's limit of running sessions.
+	Pruned             bool      `json:"pruned,omitempty"`
 	ReturnedBecause    string    `json:"returned_because"`
 	WallTimeMs         float64   `json:"wall_time_ms"`
 	Output             string    `json:"output"`
@@ -185,6 +187,8 @@ type Result struct {
 	// control on.
 	OutputStopped bool       `json:"output_stopped,omitempty"`
 	Survivors     []Survivor `json:"survivors,omitempty"`
+	// SurvivorsMore counts the survivors past the first MaxSurvivorsListed, not listed.
+	SurvivorsMore int `json:"survivors_more,omitempty"`
 	// DurationMs is how long the program ran, once it has exited.
 	DurationMs float64 `json:"duration_ms,omitempty"`
 	// MissedBytes counts output that left memory before this call could read it.
@@ -272,7 +276,9 @@ type KillResult struct {
 	Signal     string     `json:"signal,omitempty"`
 	SignalSent string     `json:"signal_sent,omitempty"`
 	Survivors  []Survivor `json:"survivors,omitempty"`
-	Removed    bool       `json:"removed"`
+	// SurvivorsMore: see Result.SurvivorsMore.
+	SurvivorsMore int  `json:"survivors_more,omitempty"`
+	Removed       bool `json:"removed"`
 	Notices
 }
 

@@ -78,7 +78,7 @@ func (r *Result) Text() string {
 		fmt.Fprintf(&b, "Full output log: %s (%s, %s)\n", c.LogPath, plural(c.OutputLines, "line"), plural(c.OutputBytes, "byte"))
 	}
 	if len(r.Survivors) > 0 {
-		fmt.Fprintf(&b, "Processes that outlived the session's main process were killed: %s\n", survivorList(r.Survivors))
+		fmt.Fprintf(&b, "Processes that outlived the session's main process were killed: %s\n", survivorList(r.Survivors, r.SurvivorsMore))
 	}
 	r.Notices.writeText(&b)
 	if r.Screen != nil {
@@ -104,6 +104,12 @@ func (r *Result) processLine() string {
 	switch {
 	case r.State == StateRunning:
 		return "Process running with session ID " + r.SessionID
+	case r.Pruned:
+		s = "Process ended by ptyhub (pruned at the limit of running sessions"
+		if r.Signal != "" {
+			s += ", " + r.Signal
+		}
+		s += ")"
 	case r.TimedOut:
 		s = "Process timed out and was killed"
 		if r.ExitCode != nil {
@@ -220,7 +226,7 @@ func (k *KillResult) Text() string {
 		fmt.Fprintf(&b, "Session %s ended: %s\n", k.SessionID, endedPhrase(ended))
 	}
 	if len(k.Survivors) > 0 {
-		fmt.Fprintf(&b, "Processes that outlived the session's main process were killed: %s\n", survivorList(k.Survivors))
+		fmt.Fprintf(&b, "Processes that outlived the session's main process were killed: %s\n", survivorList(k.Survivors, k.SurvivorsMore))
 	}
 	if k.Removed {
 		fmt.Fprintf(&b, "Session %s removed; its transcript stays on disk\n", k.SessionID)
@@ -253,12 +259,29 @@ func Age(d time.Duration) string {
 	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
 }
 
-func survivorList(ss []Survivor) string {
-	parts := make([]string, 0, len(ss))
+func survivorList(ss []Survivor, more int) string {
+	parts := make([]string, 0, len(ss)+1)
 	for _, s := range ss {
 		parts = append(parts, fmt.Sprintf("%d %s", s.PID, oneLine(s.Command, 40)))
 	}
+	if more > 0 {
+		return fmt.Sprintf("%d processes: %s, … %d more", len(ss)+more, strings.Join(parts, ", "), more)
+	}
 	return strings.Join(parts, ", ")
+}
+
+// MaxSurvivorsListed bounds the survivors a result names (the others are counted): a
+// session of thousands of jobs must not make a result of thousands of lines.
+const MaxSurvivorsListed = 10
+
+// listSurvivors returns a copy of the first MaxSurvivorsListed of ss and the count of
+// the rest.
+func listSurvivors(ss []Survivor) ([]Survivor, int) {
+	n := min(len(ss), MaxSurvivorsListed)
+	if n == 0 {
+		return nil, 0
+	}
+	return append([]Survivor(nil), ss[:n]...), len(ss) - n
 }
 
 func plural(n int64, unit string) string {

@@ -73,6 +73,7 @@ type Manager struct {
 	sessions      map[int]*Session
 	pools         map[string]map[int]*Session // pool name → its sessions (those in sessions)
 	ended         map[string]map[int]*Session // pool name → its sessions that have ended (admit: O(ended), not O(pool))
+	leaving       map[string]int              // pool name → its running sessions pruned, not yet ended (Session.leaving)
 	poolSeq       int                         // names the private pools of clients
 	live          int                         // sessions whose exit is not yet recorded
 	closed        bool
@@ -95,6 +96,7 @@ func (m *Manager) drop(s *Session) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.sessions[s.id] == s {
+		m.leftLocked(s)
 		m.bumpLocked(s)
 		delete(m.sessions, s.id)
 		delete(m.pools[s.pool], s.id)
@@ -113,6 +115,7 @@ func (m *Manager) drop(s *Session) {
 // status is known.
 func (m *Manager) endedLocked(s *Session) {
 	m.live--
+	m.leftLocked(s)
 	if m.sessions[s.id] != s {
 		return
 	}
@@ -166,7 +169,7 @@ func NewManager(opts Options) (*Manager, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{opts: opts, log: opts.Logger, sessions: map[int]*Session{}, pools: map[string]map[int]*Session{}, ended: map[string]map[int]*Session{}}, nil
+	return &Manager{opts: opts, log: opts.Logger, sessions: map[int]*Session{}, pools: map[string]map[int]*Session{}, ended: map[string]map[int]*Session{}, leaving: map[string]int{}}, nil
 }
 
 // startReaper starts the helper process on first use.
@@ -310,56 +313,65 @@ func (m *Manager) noteEnded(s *Session) {
 	}
 }
 
-// admit makes room in pool for one more running session and returns warnings. Only
-// running sessions count: at the pool's limit the least recently used one that is not
-// protected (recently used, a call in flight, a human attached) is ended and kept as
-// pruned history. Ended sessions of the pool past Options.KeepExited are forgotten,
-// oldest first, without a warning. It also refuses the session when the manager's
-// process is short of file descriptors. The cost is O(ended sessions of the pool), kept
-// as history (O(sessions of the pool) only at the limit).
-func (m *Manager) admit(pool string) ([]string, error) {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil, errors.New("session: manager is closed")
+// admitLocked makes room in pool for one more running session. Called with m.mu held,
+// in the critical section that then adds the session to the pool (start), so any number
+// of concurrent starts never run more than Options.MaxSessions sessions of one pool.
+// Only running sessions count, and of those not the ones already being pruned: at the
+// limit the least recently used one that is not protected (one of the
+// Options.ProtectRecent most recently used, a call in flight, a human attached) is
+// chosen and marked pruned; it returns that victim for the caller to kill once m.mu is
+// released, or ErrLimit when every running session is protected. O(running sessions of
+// the pool), only at the limit.
+func (m *Manager) admitLocked(pool string) (victim *Session, err error) {
+	n := len(m.pools[pool]) - len(m.ended[pool]) - m.leaving[pool]
+	if n < m.opts.MaxSessions {
+		return nil, nil
 	}
-	ended := make([]*Session, 0, len(m.ended[pool]))
-	for _, s := range m.ended[pool] {
-		ended = append(ended, s)
-	}
-	n := len(m.pools[pool]) - len(ended)
-	var running []*Session
-	if n >= m.opts.MaxSessions {
-		for id, s := range m.pools[pool] {
-			if m.ended[pool][id] == nil {
-				running = append(running, s)
-			}
+	running := make([]*Session, 0, n)
+	for id, s := range m.pools[pool] {
+		if m.ended[pool][id] == nil && !s.leaving {
+			running = append(running, s)
 		}
 	}
-	live := m.live
-	m.mu.Unlock()
-	if err := m.checkFDs(live); err != nil {
-		return nil, err
+	victim = m.pruneCandidate(running)
+	if victim == nil {
+		return nil, fmt.Errorf("%w: %d running sessions, the limit of one client (ptyhub serve --max-sessions, or $PTYHUB_MAX_SESSIONS), and none can be ended to make room: each is one of the %d most recently used, has a call in flight or has a human attached", ErrLimit, n, m.opts.ProtectRecent)
 	}
+	victim.leaving = true
+	m.leaving[pool]++
+	victim.mu.Lock()
+	victim.pruned = true
+	victim.mu.Unlock()
+	return victim, nil
+}
+
+// leftLocked stops counting s as leaving its pool (see admitLocked) once its end is
+// recorded or it is dropped. Called with m.mu held; safe to call more than once.
+func (m *Manager) leftLocked(s *Session) {
+	if !s.leaving {
+		return
+	}
+	s.leaving = false
+	if m.leaving[s.pool]--; m.leaving[s.pool] <= 0 {
+		delete(m.leaving, s.pool)
+	}
+}
+
+// admitted ends the victim admitLocked chose, trims the pool's history and returns the
+// start's warnings; n is the running count of the pool with the new session. Called
+// without m.mu.
+func (m *Manager) admitted(pool string, victim *Session, n int, ended []*Session) []string {
 	var warns []string
-	if n >= m.opts.MaxSessions {
-		victim := m.pruneCandidate(running)
-		if victim == nil {
-			return nil, fmt.Errorf("%w: %d running sessions (the limit of one client), all recently used, busy or attached; removing one frees its place", ErrLimit, n)
-		}
-		victim.mu.Lock()
-		victim.pruned = true
-		victim.mu.Unlock()
+	if victim != nil {
 		victim.kill(false)
 		m.log.Info("session limit: pruned the least recently used session", "session", victim.id, "pool", pool, "limit", m.opts.MaxSessions)
-		n--
 		warns = append(warns, fmt.Sprintf("limit of %d running sessions reached: ended the least recently used one, session %d (%s); it is listed as pruned", m.opts.MaxSessions, victim.id, victim.command))
 	}
-	if n+1 >= m.opts.WarnSessions {
-		warns = append(warns, fmt.Sprintf("%d of %d running sessions; at the limit the least recently used is ended (removing a session frees its place)", n+1, m.opts.MaxSessions))
+	if n >= m.opts.WarnSessions {
+		warns = append(warns, fmt.Sprintf("%d of %d running sessions; at the limit the least recently used is ended (removing a session frees its place)", n, m.opts.MaxSessions))
 	}
 	m.trimHistory(ended)
-	return warns, nil
+	return warns
 }
 
 // trimHistory forgets the oldest of a pool's ended sessions past Options.KeepExited, or
@@ -491,23 +503,32 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		return nil, nil, errors.New("session: manager is closed")
 	}
 	m.starts.Add(1) // Close waits for this start to finish
+	live := m.live
 	m.mu.Unlock()
 	defer m.starts.Done()
 	pool := owner.pool
-	warns, err := m.admit(pool)
-	if err != nil {
+	if err := m.checkFDs(live); err != nil {
 		return nil, nil, err
 	}
 	if err := m.startReaper(); err != nil {
 		return nil, nil, err
 	}
 	now := time.Now()
+	// inFlight 1: the caller's call owns the session from its first moment, so no other
+	// start prunes it while that call waits for its output.
 	s := &Session{m: m, uuid: id, command: command, tty: tty, profile: profile,
 		started: now, lastUsed: now, rows: rows, cols: cols, owner: owner, pool: pool,
 		hub: broadcast.New(m.opts.Retain), wake: make(chan struct{}, 1),
-		quit: make(chan struct{}), exited: make(chan struct{}), drained: make(chan struct{})}
+		quit: make(chan struct{}), exited: make(chan struct{}), drained: make(chan struct{}),
+		inFlight: 1}
 	s.name = req.Name
+	// One critical section: the name, the limit (and the choice of a session to prune)
+	// and the new session's place in the pool.
 	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, nil, errors.New("session: manager is closed")
+	}
 	if req.Name != "" {
 		// Checked again here, where sessions are added: of two concurrent starts with
 		// one name, the second gets the first's session.
@@ -517,6 +538,11 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 				return nil, nil, &nameTaken{o}
 			}
 		}
+	}
+	victim, err := m.admitLocked(pool)
+	if err != nil {
+		m.mu.Unlock()
+		return nil, nil, err
 	}
 	if m.nextID >= m.idBound {
 		// Short ids are never reused for a user and never given by two managers (the
@@ -549,8 +575,14 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 	}
 	m.pools[pool][s.id] = s
 	m.live++
-	live := m.live
+	live = m.live
+	running := len(m.pools[pool]) - len(m.ended[pool]) - m.leaving[pool]
+	ended := make([]*Session, 0, len(m.ended[pool]))
+	for _, e := range m.ended[pool] {
+		ended = append(ended, e)
+	}
 	m.mu.Unlock()
+	warns := m.admitted(pool, victim, running, ended)
 
 	path, lerr := lookPath(argv[0], getenv(env, "PATH"), dir)
 	if lerr == nil {

@@ -82,7 +82,8 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 		if !col.foreign {
 			s.reported = true
 		}
-		r.Survivors = append([]Survivor(nil), s.survivors...)
+		r.Survivors, r.SurvivorsMore = listSurvivors(s.survivors)
+		r.Pruned = s.pruned
 		r.DurationMs = float64(s.exitedAt.Sub(s.started).Microseconds()) / 1000
 		s.mu.Unlock()
 		skip = s
@@ -121,6 +122,9 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 
 // Exec starts a session and collects its output for the yield window.
 func (c *Client) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
+	if err := req.CheckSizes(); err != nil {
+		return nil, err
+	}
 	t0 := time.Now()
 	if req.Host != "" {
 		return nil, fmt.Errorf("%w: host %q: this session manager runs sessions only on its own machine (ptyhub mcp and the CLI reach other hosts)", ErrInvalid, req.Host)
@@ -149,8 +153,7 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 		return nil, err
 	}
 	warns = appendNonEmpty(warns, ywarn, bwarn)
-	s.begin()
-	defer s.end()
+	defer s.end() // start marked this call in flight on s
 	var echo [][]byte
 	if req.Stdin != "" || req.CloseStdin {
 		data := []byte(req.Stdin)
@@ -230,6 +233,9 @@ func (s *Session) input(data []byte, closeIn bool) (*writeJob, []string, error) 
 
 // Write types into a session, then collects.
 func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
+	if err := req.CheckSizes(); err != nil {
+		return nil, err
+	}
 	t0 := time.Now()
 	s, err := c.lookup(req.SessionID)
 	if err != nil {
@@ -369,6 +375,9 @@ func (s *Session) exitText() string {
 
 // Read re-reads output without moving the agent cursor.
 func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
+	if err := req.CheckSizes(); err != nil {
+		return nil, err
+	}
 	t0 := time.Now()
 	s, err := c.lookup(req.SessionID)
 	if err != nil {
@@ -572,6 +581,9 @@ func (s *Session) lastLine() string {
 
 // Kill ends a session's processes, or sends one signal, and optionally forgets it.
 func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error) {
+	if err := req.CheckSizes(); err != nil {
+		return nil, err
+	}
 	s, err := c.lookup(req.SessionID)
 	if err != nil {
 		return nil, err
@@ -608,7 +620,7 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 		r.SignalSent = pty.SignalName(sig)
 		s.settle(pgid, signalSettle)
 	} else if !s.isExited() {
-		r.Survivors = s.kill(false)
+		r.Survivors, r.SurvivorsMore = listSurvivors(s.kill(false))
 	}
 	if req.Remove {
 		c.m.forget(s)
@@ -652,6 +664,9 @@ func (s *Session) settle(pgid int, bound time.Duration) {
 
 // Resize changes the window size.
 func (c *Client) Resize(ctx context.Context, req ResizeRequest) (*ResizeResult, error) {
+	if err := req.CheckSizes(); err != nil {
+		return nil, err
+	}
 	s, err := c.lookup(req.SessionID)
 	if err != nil {
 		return nil, err

@@ -58,6 +58,7 @@ type Session struct {
 	reported   bool // a result of the agent's has told of the exit
 	removed    bool
 	pruned     bool   // ended by the per-client limit
+	leaving    bool   // guarded by m.mu: pruned, its end not yet recorded (Manager.admitLocked)
 	pool       string // immutable: the pool it counts in
 	timer      *time.Timer
 

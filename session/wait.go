@@ -159,6 +159,9 @@ func (c *Client) waitSet(ids []string) ([]*Session, error) {
 // collected as a poll of it would be: its output from the agent cursor, within the
 // budget, moving the cursor. Nothing of the other sessions is consumed.
 func (c *Client) Wait(ctx context.Context, req WaitRequest) (*WaitResult, error) {
+	if err := req.CheckSizes(); err != nil {
+		return nil, err
+	}
 	t0 := time.Now()
 	timeout, twarn, err := waitTimeout(req.TimeoutMs)
 	if err != nil {

@@ -180,6 +180,9 @@ func (m *Manager) generation() (uint64, <-chan struct{}) {
 // for input (one in req.Heard or req.Waiting only with news since), or ctx ends
 // (then it returns ctx's error). It consumes no output. Unknown or ended sessions are not watched.
 func (c *Client) Watch(ctx context.Context, req WatchRequest) (*WatchResult, error) {
+	if err := req.CheckSizes(); err != nil {
+		return nil, err
+	}
 	gen, changed := c.m.generation()
 	if gen != req.Since {
 		r := &WatchResult{Generation: gen, Events: []WatchEvent{}}
