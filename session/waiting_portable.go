@@ -50,7 +50,7 @@ const waitDetectionAvailable = true
 // probeWait looks once at the foreground process group of s's terminal (collectMu
 // held). It reads the process table for the session's tree and polls the terminal; it
 // changes nothing but its own cache.
-func (s *Session) probeWait() (waitVerdict, string) {
+func (s *Session) probeWait(time.Duration) (waitVerdict, string) {
 	if !s.tty || s.isExited() || !s.outputSettled() {
 		return waitNo, ""
 	}
