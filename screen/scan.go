@@ -12,22 +12,22 @@ type Query uint8
 
 // Queries recognised by Scanner.
 const (
-	QueryNone   Query = iota
-	QueryCPR          // CSI 6 n: cursor position report
-	QueryStatus       // CSI 5 n: device status
-	QueryDA1          // CSI c, CSI 0 c: primary device attributes
-	QueryDA2          // CSI > c, CSI > 0 c: secondary device attributes
-	QueryFg           // OSC 10 ; ? : default foreground colour
-	QueryBg           // OSC 11 ; ? : default background colour
-	QueryDA3          // CSI = c, CSI = 0 c: tertiary device attributes
-	QueryVersion      // CSI > q, CSI > 0 q: XTVERSION, the terminal's name and version
-	QueryMode         // CSI ? Ps $ p (DEC) or CSI Ps $ p (ANSI): DECRQM, a mode's state
-	QuerySetting      // DCS $ q Pt ST: DECRQSS, a setting's value
-	QueryTermcap      // DCS + q Pt ST: XTGETTCAP, terminfo capabilities
-	QueryCursorColour // OSC 12 ; ? : cursor colour
-	QueryPalette      // OSC 4 ; c ; ? … : palette colours
-	QueryWindow       // CSI 14 t, CSI 16 t, CSI 18 t: text area size in pixels, cell size, in cells
-	QueryExtCPR       // CSI ? 6 n: DECXCPR, cursor position with the page
+	QueryNone         Query = iota
+	QueryCPR                // CSI 6 n: cursor position report
+	QueryStatus             // CSI 5 n: device status
+	QueryDA1                // CSI c, CSI 0 c: primary device attributes
+	QueryDA2                // CSI > c, CSI > 0 c: secondary device attributes
+	QueryFg                 // OSC 10 ; ? : default foreground colour
+	QueryBg                 // OSC 11 ; ? : default background colour
+	QueryDA3                // CSI = c, CSI = 0 c: tertiary device attributes
+	QueryVersion            // CSI > q, CSI > 0 q: XTVERSION, the terminal's name and version
+	QueryMode               // CSI ? Ps $ p (DEC) or CSI Ps $ p (ANSI): DECRQM, a mode's state
+	QuerySetting            // DCS $ q Pt ST: DECRQSS, a setting's value
+	QueryTermcap            // DCS + q Pt ST: XTGETTCAP, terminfo capabilities
+	QueryCursorColour       // OSC 12 ; ? : cursor colour
+	QueryPalette            // OSC 4 ; c ; ? … : palette colours
+	QueryWindow             // CSI 14 t, CSI 16 t, CSI 18 t: text area size in pixels, cell size, in cells
+	QueryExtCPR             // CSI ? 6 n: DECXCPR, cursor position with the page
 )
 
 // EventKind says what a scanner Event reports.
