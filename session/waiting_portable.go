@@ -3,6 +3,7 @@
 package session
 
 import (
+	"bytes"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -24,10 +25,14 @@ import (
 //     kern.proc does not, so there the states alone count);
 //   - the terminal holds no input a read would take now (poll on the slave).
 //
-// It never fires while a foreground process runs, but it cannot tell a prompt from a
-// program that sleeps silently (`sleep 5`): such a call returns after waitQuiet with
-// waiting_for_input set and wait_detection "quiet". Password prompts (echo off) are
-// seen through the terminal's flags as everywhere.
+//   - the terminal has the shape of a prompt (promptShaped): out of canonical mode or echo
+//     off, or the output's last line unterminated.
+//
+// It never fires while a foreground process runs, nor for a program that sleeps silently
+// or after a complete line (`sleep 1; echo X`); it cannot tell a prompt-shaped pause
+// ("Working: " then silence) from a prompt: such a call returns after waitQuiet with
+// waiting_for_input set and wait_detection "quiet". A program that reads the terminal
+// without a prompt (a bare `cat`) is not reported as waiting.
 
 // cpuWindow is how long the foreground group's CPU time must stay still.
 const cpuWindow = 100 * time.Millisecond
@@ -82,7 +87,47 @@ func (s *Session) probeWait(time.Duration) (waitVerdict, string) {
 	if !s.outputSettled() {
 		return waitNo, ""
 	}
+	if !s.promptShaped() {
+		return waitNo, ""
+	}
 	return waitMaybe, methodQuiet
+}
+
+// promptShaped reports whether the terminal looks like a prompt: the program took it out
+// of canonical mode or turned echo off (a line editor, a full-screen program, a password
+// prompt), or the output's last line is unterminated ("Name: "). A program that sleeps
+// silently, or after a complete line, is not at a prompt. Trailing escape sequences
+// (colour resets, mode changes) do not count as text.
+func (s *Session) promptShaped() bool {
+	if a, err := s.master.Attrs(); err == nil && (!a.Canonical || !a.Echo) {
+		return true
+	}
+	end := s.hub.End()
+	var buf [256]byte
+	from := max(end-int64(len(buf)), 0)
+	n, _, _ := s.hub.ReadAt(buf[:end-from], from)
+	return unterminated(buf[:n])
+}
+
+// unterminated reports whether tail, the end of the output, ends inside a line that has
+// text, once trailing CSI sequences are stripped.
+func unterminated(tail []byte) bool {
+	for {
+		i := bytes.LastIndexByte(tail, 0x1b)
+		if i < 0 || i+2 > len(tail) || tail[i+1] != '[' {
+			break
+		}
+		seq := tail[i+2:]
+		if len(seq) == 0 || seq[len(seq)-1] < 0x40 || seq[len(seq)-1] > 0x7e {
+			break
+		}
+		if bytes.ContainsFunc(seq[:len(seq)-1], func(r rune) bool { return r < 0x20 || r > 0x3f }) {
+			break
+		}
+		tail = tail[:i]
+	}
+	tail = bytes.TrimRight(tail, " \t")
+	return len(tail) > 0 && tail[len(tail)-1] != '\n' && tail[len(tail)-1] != '\r'
 }
 
 // foregroundAsleep walks the session's tree from its leader (and the group's leader, in
