@@ -13,18 +13,19 @@ import (
 )
 
 // The waiting-for-input detector without wait channels (macOS, FreeBSD, and Linux built
-// with the ptyhub_portable tag): the kernel does not say which thread is blocked reading
-// the terminal, so the verdict is a heuristic, reported as "quiet". It says "maybe
-// waiting" (the caller then also requires waitQuiet of quiet output) only when all of
-// these hold:
+// with the ptyhub_portable tag). On FreeBSD each thread's wait message (ki_wmesg) decides
+// first when every thread of the foreground group sleeps on something it names: "ttyin"
+// is a terminal read (reported as "tty_read"), a timer, a child or a pipe is not a
+// prompt. Otherwise (macOS, the portable Linux build, a FreeBSD thread in select/poll)
+// the verdict is a heuristic, reported as "quiet". It says "maybe waiting" (the caller
+// then also requires waitQuiet of quiet output) only when all of these hold:
 //   - output has settled: nothing unread at the master, nothing held by the reader
 //     goroutine, nothing unread in the hub;
 //   - every process of the terminal's foreground group (and every thread, where the OS
 //     lists thread states) sleeps: none runs, waits on disk or is stopped;
 //   - the group's CPU time has not moved for cpuWindow (where the OS reports it; macOS's
 //     kern.proc does not, so there the states alone count);
-//   - the terminal holds no input a read would take now (poll on the slave).
-//
+//   - the terminal holds no input a read would take now (poll on the slave);
 //   - the terminal has the shape of a prompt (promptShaped): out of canonical mode or echo
 //     off, or the output's last line unterminated.
 //
@@ -41,13 +42,18 @@ const cpuWindow = 100 * time.Millisecond
 type waitState struct {
 	pr      proc.Reader
 	visited []int
+	fg      []int // the live processes of the foreground group at the last look
 	pgrp    int       // the group the CPU baseline is of
 	cpu     uint64    // its CPU time, unchanged since since
 	cpuSet  bool      // a baseline is taken
 	since   time.Time // when cpu was last seen to change
 }
 
-const methodQuiet = "quiet"
+// Detection methods reported in Result.WaitDetection.
+const (
+	methodRead  = "tty_read"
+	methodQuiet = "quiet"
+)
 
 // waitDetectionAvailable says whether this platform has a waiting-for-input detector.
 const waitDetectionAvailable = true
@@ -67,6 +73,18 @@ func (s *Session) probeWait(time.Duration) (waitVerdict, string) {
 	cpu, asleep, found := s.foregroundAsleep(w, pgrp)
 	if !found || !asleep {
 		w.cpuSet = false
+		return waitNo, ""
+	}
+	// Where the OS names each thread's wait (FreeBSD), a group whose threads all sleep
+	// on known things is decided exactly: reading the terminal is a prompt, a timer or a
+	// child is not. A thread in select/poll/kevent leaves it to the heuristic.
+	switch foregroundWaits(w.fg) {
+	case proc.WaitTTYRead:
+		if pending, ok := slaveInputPending(s.master); !ok || pending || !s.outputSettled() {
+			return waitNo, ""
+		}
+		return waitYes, methodRead
+	case proc.WaitOther:
 		return waitNo, ""
 	}
 	now := time.Now()
@@ -130,12 +148,42 @@ func unterminated(tail []byte) bool {
 	return len(tail) > 0 && tail[len(tail)-1] != '\n' && tail[len(tail)-1] != '\r'
 }
 
+// foregroundWaits sums up the waits of the threads of processes pids: WaitTTYRead when
+// every thread sleeps on something known and one of them reads the terminal, WaitOther
+// when none does, WaitNone when some wait is not known (no wait messages on this OS, a
+// thread in select/poll, or one that could not be read).
+func foregroundWaits(pids []int) proc.WaitKind {
+	tty, unknown := false, false
+	for _, pid := range pids {
+		ok := proc.ThreadWaits(pid, func(k proc.WaitKind) {
+			switch k {
+			case proc.WaitTTYRead:
+				tty = true
+			case proc.WaitMultiplex, proc.WaitNone:
+				unknown = true
+			}
+		})
+		if !ok || unknown {
+			return proc.WaitNone
+		}
+	}
+	switch {
+	case len(pids) == 0:
+		return proc.WaitNone
+	case tty:
+		return proc.WaitTTYRead
+	}
+	return proc.WaitOther
+}
+
 // foregroundAsleep walks the session's tree from its leader (and the group's leader, in
 // case it escaped the tree) and reports whether every live process of group pgrp sleeps,
 // with their summed CPU time. found is false when the group has no live process.
 func (s *Session) foregroundAsleep(w *waitState, pgrp int) (cpu uint64, asleep, found bool) {
+	w.fg = w.fg[:0]
 	check := func(in proc.Info) bool {
 		found = true
+		w.fg = append(w.fg, in.PID)
 		cpu += in.CPU
 		if !in.Asleep() {
 			return false
