@@ -42,7 +42,7 @@ const cpuWindow = 100 * time.Millisecond
 type waitState struct {
 	pr      proc.Reader
 	visited []int
-	fg      []int // the live processes of the foreground group at the last look
+	fg      []int     // the live processes of the foreground group at the last look
 	pgrp    int       // the group the CPU baseline is of
 	cpu     uint64    // its CPU time, unchanged since since
 	cpuSet  bool      // a baseline is taken
