@@ -138,12 +138,49 @@ rl.question('Project name? ', name => {
 	wpExpect(t, "wizard end", r, session.BecauseExit, "Done: demo ts=yes")
 }
 
-// npm init: a questionnaire returns at each of its questions, and at the exit.
-func TestWaitingNpmInitE2E(t *testing.T) {
+// An npm-init-style questionnaire returns at each of its questions and at the exit: one
+// that checks each answer asynchronously (a timer standing for the registry lookup that
+// create-* tools make), then npm init itself.
+func TestWaitingQuestionnaireE2E(t *testing.T) {
 	t.Parallel()
-	testtool.Need(t, "npm")
+	testtool.Need(t, "node", "npm")
 	c := wE2EClient(t)
 	ctx := context.Background()
+
+	script := filepath.Join(t.TempDir(), "init.js")
+	err := os.WriteFile(script, []byte(`
+const rl = require('readline').createInterface({input: process.stdin, output: process.stdout});
+const ask = q => new Promise(res => rl.question(q, res));
+const check = a => new Promise(res => setTimeout(() => res(a), 300));
+(async () => {
+  const answers = [];
+  for (const q of ['package name: (demo) ', 'version: (1.0.0) ', 'description: ', 'license: (ISC) ']) {
+    answers.push(await check(await ask(q)));
+  }
+  console.log('About to write: ' + JSON.stringify(answers));
+  const ok = await ask('Is this OK? (yes) ');
+  await check(ok);
+  console.log('wrote ' + ok);
+  rl.close();
+})();
+`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"node", script}, YieldTimeMs: wMsE2E(30_000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
+	for _, q := range []string{"package name: (demo) ", "version: (1.0.0) ", "description: ", "license: (ISC) ", "Is this OK? (yes) "} {
+		wpExpect(t, "questionnaire", r, session.BecauseWaitingForInput, q)
+		r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: "\n", YieldTimeMs: wMsE2E(30_000)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	wpExpect(t, "questionnaire end", r, session.BecauseExit, "wrote ")
+
 	dir := filepath.Join(t.TempDir(), "demo-pkg")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -151,7 +188,7 @@ func TestWaitingNpmInitE2E(t *testing.T) {
 	env := map[string]string{"npm_config_update_notifier": "false", "npm_config_fund": "false",
 		"npm_config_audit": "false", "npm_config_cache": filepath.Join(t.TempDir(), "npm-cache"),
 		"npm_config_userconfig": filepath.Join(t.TempDir(), "npmrc")}
-	r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"npm", "init"}, Workdir: dir, Env: env, YieldTimeMs: wMsE2E(60_000)})
+	r, err = c.Exec(ctx, session.ExecRequest{Argv: []string{"npm", "init"}, Workdir: dir, Env: env, YieldTimeMs: wMsE2E(60_000)})
 	if err != nil {
 		t.Fatal(err)
 	}
