@@ -62,6 +62,7 @@ func TestWaitingVimE2E(t *testing.T) {
 			t.Fatal(err)
 		}
 		wpExpect(t, "insert and Escape", r, session.BecauseWaitingForInput, "")
+		t.Logf("%q+Escape: %s after %.0f ms", word, r.WaitDetection, r.WallTimeMs)
 		scr := wpScreen(t, c, r.SessionID, r.NextOffset, 24, 80)
 		want := strings.Join([]string{"hello", " world"}[:i+1], "")
 		if !strings.HasPrefix(scr, want) || strings.Contains(scr, "-- INSERT --") {
@@ -73,6 +74,7 @@ func TestWaitingVimE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	wpExpect(t, ":wq", r, session.BecauseExit, "")
+	t.Logf(":wq: exit after %.0f ms", r.WallTimeMs)
 	if b, err := os.ReadFile(file); err != nil || string(b) != "hello world\n" {
 		t.Fatalf("vim wrote %q (%v), want \"hello world\\n\"", b, err)
 	}
@@ -103,6 +105,7 @@ func TestWaitingNodeE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	wpExpect(t, ".exit", r, session.BecauseExit, "")
+	t.Logf(".exit: exit after %.0f ms", r.WallTimeMs)
 
 	wizard := filepath.Join(t.TempDir(), "wizard.js")
 	err = os.WriteFile(wizard, []byte(`
@@ -131,6 +134,7 @@ rl.question('Project name? ', name => {
 		t.Fatal(err)
 	}
 	wpExpect(t, "wizard step", r, session.BecauseWaitingForInput, "Use TypeScript? ")
+	t.Logf("wizard step: %s after %.0f ms", r.WaitDetection, r.WallTimeMs)
 	r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: "yes\n", YieldTimeMs: wMsE2E(30_000)})
 	if err != nil {
 		t.Fatal(err)
