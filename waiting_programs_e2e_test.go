@@ -140,6 +140,30 @@ rl.question('Project name? ', name => {
 		t.Fatal(err)
 	}
 	wpExpect(t, "wizard end", r, session.BecauseExit, "Done: demo ts=yes")
+
+	// A question asked while an idle child holds a pipe the program selects on with the
+	// terminal is a prompt: only a child that works keeps the wait from being one.
+	testtool.Need(t, "python3")
+	r, err = c.Exec(ctx, session.ExecRequest{Argv: []string{"python3", "-c", `
+import select, subprocess, sys
+p = subprocess.Popen(['sleep', '600'], stdout=subprocess.PIPE)
+sys.stdout.write('Deploy? '); sys.stdout.flush()
+select.select([0, p.stdout], [], [])
+print('deploy=' + sys.stdin.readline().strip()); p.kill()
+`}, YieldTimeMs: wMsE2E(30_000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
+	wpExpect(t, "question beside an idle child", r, session.BecauseWaitingForInput, "Deploy? ")
+	if r.WaitDetection != "tty_poll" {
+		t.Errorf("question beside an idle child: wait_detection %q, want tty_poll", r.WaitDetection)
+	}
+	r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: "y\n", YieldTimeMs: wMsE2E(30_000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wpExpect(t, "answer beside an idle child", r, session.BecauseExit, "deploy=y")
 }
 
 // An npm-init-style questionnaire returns at each of its questions and at the exit: one

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -56,6 +57,12 @@ type waitState struct {
 	pr      proc.Reader
 	visited []int // scratch for the process walk
 	kids    []int // scratch for the walk of a poller's descendants
+	// The CPU time of the descendants holding the other ends of poller childPid's pipes
+	// and ptys, unchanged since childSince (see childWorks); childSet says it is taken.
+	childSet   bool
+	childPid   int
+	childCPU   uint64
+	childSince time.Time
 	// timed holds, for each thread seen in a short timed wait on the terminal since
 	// output last arrived, its CPU time then (see withTimeout).
 	timed map[int]timedWait
@@ -483,8 +490,9 @@ func (w *waitState) threadRuntime(pid, tid int) (uint64, bool) {
 // pollSet classifies a wait on several fds: the terminal among internal fds (eventfds,
 // timers, pipes) is waiting for the terminal; the terminal among sockets cannot be told
 // apart from waiting on the network. The terminal waited on with a pipe or a pty master
-// whose other end a descendant holds (apt relaying dpkg's terminal and status pipe) is
-// waiting for the child, unless that child itself waits to read its terminal.
+// whose other end a working descendant holds (apt relaying dpkg's terminal and status
+// pipe) is waiting for the child, unless that child itself waits to read its terminal
+// (see childWorks).
 func (w *waitState) pollSet(pid int, fds []int) (blockKind, int) {
 	tty, other, child := -1, false, false
 	for _, fd := range fds {
@@ -575,44 +583,89 @@ func (w *waitState) fdKind(pid, fd int) fdKindT {
 	return fdOther
 }
 
+// childIdle is how long the descendants holding the other ends of a poller's pipes and
+// ptys must have used no CPU, with none of them running, to count as idle.
+const childIdle = 200 * time.Millisecond
+
 // childWorks reports whether the pipes and pty masters among fds, which process pid
-// waits on with the terminal, lead to a descendant of pid that works: one that is alive
-// and not itself blocked reading one of those ptys (a relayed prompt, such as dpkg
-// asking about a configuration file through apt). Descendants that cannot be examined
-// count as working. It walks at most maxWaitProcs descendants.
+// waits on with the terminal, lead to a descendant of pid that works: one that holds the
+// other end (the same pipe, or the slave of the pty) and whose subtree runs, waits on
+// disk, or used CPU time within childIdle. A holder blocked reading one of those ptys is
+// a relayed prompt (dpkg asking about a configuration file through apt): not working.
+// It walks at most maxWaitProcs descendants and lists the fds of each; it keeps the
+// holders' CPU time in w between looks.
 func (w *waitState) childWorks(pid int, fds []int) bool {
-	// The inner terminals: the slaves of the pty masters in the set.
-	var inner []uint64
+	type end struct{ dev, ino uint64 }
+	var pipes []end    // the pipes in the set
+	var inner []uint64 // the slaves of the pty masters in the set
 	for _, fd := range fds {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + strconv.Itoa(fd))
-		if err != nil {
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(fd), &st) != nil {
 			continue
 		}
-		for line := range bytes.Lines(b) {
-			if v, ok := bytes.CutPrefix(line, []byte("tty-index:")); ok {
-				if n, err := strconv.Atoi(string(bytes.TrimSpace(v))); err == nil {
-					var st unix.Stat_t
-					if unix.Stat("/dev/pts/"+strconv.Itoa(n), &st) == nil {
-						inner = append(inner, st.Rdev)
+		switch {
+		case st.Mode&unix.S_IFMT == unix.S_IFIFO:
+			pipes = append(pipes, end{st.Dev, st.Ino})
+		case st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == devPtmx:
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + strconv.Itoa(fd))
+			if err != nil {
+				continue
+			}
+			for line := range bytes.Lines(b) {
+				if v, ok := bytes.CutPrefix(line, []byte("tty-index:")); ok {
+					if n, err := strconv.Atoi(string(bytes.TrimSpace(v))); err == nil {
+						var pts unix.Stat_t
+						if unix.Stat("/dev/pts/"+strconv.Itoa(n), &pts) == nil {
+							inner = append(inner, pts.Rdev)
+						}
 					}
 				}
 			}
 		}
 	}
-	w.kids = w.pr.AppendChildren(w.kids[:0], pid, 0)
-	if len(w.kids) == 0 {
-		return false // no child: the pipes lead elsewhere
+	holds := func(kid int) bool {
+		dir := "/proc/" + strconv.Itoa(kid) + "/fd/"
+		d, err := os.Open(dir)
+		if err != nil {
+			return true // cannot tell: count it as a holder
+		}
+		names, _ := d.Readdirnames(-1)
+		d.Close()
+		for _, n := range names {
+			var st unix.Stat_t
+			if unix.Stat(dir+n, &st) != nil {
+				continue
+			}
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFIFO:
+				if slices.Contains(pipes, end{st.Dev, st.Ino}) {
+					return true
+				}
+			case unix.S_IFCHR:
+				if slices.Contains(inner, st.Rdev) {
+					return true
+				}
+			}
+		}
+		return false
 	}
-	// A copy of the detector's view in which the inner terminals are the terminal.
+	// A view of the detector in which the inner terminals are the terminal.
 	sub := &waitState{buf: make([]byte, len(w.buf))}
-	alive, relay := false, false
+	var cpu uint64
+	held := false // some live descendant holds an end; from then on its subtree counts
+	w.kids = w.pr.AppendChildren(w.kids[:0], pid, 0)
 	for i := 0; i < len(w.kids) && i < maxWaitProcs; i++ {
 		kid := w.kids[i]
 		st, ok := w.pr.Stat(kid)
 		if !ok || st.Dead() {
 			continue
 		}
-		alive = true
+		if !held && !holds(kid) {
+			w.kids = w.pr.AppendChildren(w.kids, kid, st.Threads)
+			continue
+		}
+		held = true
+		cpu += st.CPU
 		for _, tid := range w.pr.Tasks(kid, st.Threads) {
 			ts, ok := w.pr.ThreadState(kid, tid)
 			if !ok {
@@ -623,18 +676,29 @@ func (w *waitState) childWorks(pid int, fds []int) bool {
 			case 'Z', 'X':
 				continue
 			default:
+				w.childSet = false
 				return true // runs
 			}
 			for _, dev := range inner {
 				sub.dev = dev
 				if k, _ := sub.classify(kid, tid); k == blockTTYRead || k == blockTTYPoll || k == blockTimed {
-					relay = true
+					w.childSet = false
+					return false // a relayed prompt
 				}
 			}
 		}
 		w.kids = w.pr.AppendChildren(w.kids, kid, st.Threads)
 	}
-	return alive && !relay
+	if !held {
+		w.childSet = false
+		return false // the pipes lead elsewhere
+	}
+	now := time.Now()
+	if !w.childSet || w.childPid != pid || w.childCPU != cpu {
+		w.childSet, w.childPid, w.childCPU, w.childSince = true, pid, cpu, now
+		return true
+	}
+	return now.Sub(w.childSince) < childIdle
 }
 
 // readMem reads n bytes of process pid's memory at addr (/proc/PID/mem).
