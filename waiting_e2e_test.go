@@ -2,6 +2,7 @@ package ptyhub_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -53,13 +54,42 @@ func TestWaitingForInputE2E(t *testing.T) {
 		}
 	}
 
-	// A program that sleeps then prints is not waiting: the call ends at its exit.
-	testtool.KernelOnly(t, "telling a silent sleep from a prompt needs /proc wait channels; the quiet heuristic reports it as waiting")
+	// A program that sleeps then prints is not waiting: the call ends at its exit (the
+	// quiet heuristic too: a silent sleep does not have the shape of a prompt).
 	r, err = c.Exec(ctx, session.ExecRequest{Cmd: "sleep 1; echo done"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.ReturnedBecause != session.BecauseExit || !strings.Contains(r.Output, "done") {
 		t.Fatalf("sleep: returned because %q after %.1f ms with %q, want exit with done", r.ReturnedBecause, r.WallTimeMs, r.Output)
+	}
+}
+
+// Twenty silent sleeps at once, each followed by its output: every call returns the
+// output and the exit, on the kernel's view and under the quiet heuristic alike.
+func TestWaitingSleepsInParallelE2E(t *testing.T) {
+	t.Parallel()
+	c := wE2EClient(t)
+	ctx := context.Background()
+	errs := make(chan string, 20)
+	for i := range 20 {
+		go func() {
+			want := fmt.Sprintf("X%d", i)
+			r, err := c.Exec(ctx, session.ExecRequest{Cmd: "sleep 1; echo " + want, YieldTimeMs: wMsE2E(60_000)})
+			switch {
+			case err != nil:
+				errs <- err.Error()
+			case r.ReturnedBecause != session.BecauseExit || !strings.Contains(r.Output, want):
+				errs <- fmt.Sprintf("%s: returned because %q (detection %q) with %q, want exit with %s", want, r.ReturnedBecause, r.WaitDetection, r.Output, want)
+				c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
+			default:
+				errs <- ""
+			}
+		}()
+	}
+	for range 20 {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
 	}
 }

@@ -233,3 +233,14 @@ func TestUsageAndDescendants(t *testing.T) {
 		t.Error("SelfRSS() = 0")
 	}
 }
+
+// FreeBSD's wait messages name what a sleeping thread waits for; the detector relies on
+// these three groups.
+func TestWaitKindOf(t *testing.T) {
+	for msg, want := range map[string]WaitKind{"": WaitNone, "ttyin": WaitTTYRead, "select": WaitMultiplex,
+		"poll": WaitMultiplex, "kqread": WaitMultiplex, "nanslp": WaitOther, "wait": WaitOther, "piperd": WaitOther} {
+		if got := waitKindOf(msg); got != want {
+			t.Errorf("%q: %v, want %v", msg, got, want)
+		}
+	}
+}

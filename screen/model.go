@@ -169,7 +169,17 @@ func (m *Model) onEvent(e Event) {
 		return
 	}
 	row, col := 0, 0
-	if e.Query == QueryCPR {
+	switch e.Query {
+	case QueryWindow:
+		m.mu.Lock()
+		e.Rows, e.Cols = m.rows, m.cols
+		for _, r := range m.resizes { // the size when the query was printed
+			if r.off <= e.Off {
+				e.Rows, e.Cols = r.rows, r.cols
+			}
+		}
+		m.mu.Unlock()
+	case QueryCPR, QueryExtCPR:
 		m.mu.Lock()
 		if m.closed {
 			m.mu.Unlock()
@@ -179,7 +189,9 @@ func (m *Model) onEvent(e Event) {
 		row, col = m.term.Cursor()
 		m.mu.Unlock()
 	}
-	m.reply(Answer(e, row+1, col+1))
+	if a := Answer(e, row+1, col+1); len(a) > 0 {
+		m.reply(a)
+	}
 }
 
 // InputModes returns the modes that change what the terminal's keys send (cursor keys,

@@ -148,7 +148,12 @@ func TestScanner(t *testing.T) {
 		{"da2", "\x1b[>c\x1b[>0c", []ev{{QueryDA2, 4}, {QueryDA2, 9}}, nil, Modes{}},
 		{"osc bel", "\x1b]11;?\x07", []ev{{QueryBg, 7}}, nil, Modes{}},
 		{"osc st", "\x1b]10;?\x1b\\", []ev{{QueryFg, 8}}, nil, Modes{}},
-		{"not queries", "\x1b[6;1H\x1b[?6n\x1b[2c\x1b]11;rgb:0/0/0\x07\x1b]2;title\x07", nil, nil, Modes{}},
+		{"da3 xtversion", "\x1b[=c\x1b[>q\x1b[>0q", []ev{{QueryDA3, 4}, {QueryVersion, 8}, {QueryVersion, 13}}, nil, Modes{}},
+		{"decrqm", "\x1b[?12$p\x1b[4$p", []ev{{QueryMode, 7}, {QueryMode, 12}}, nil, Modes{}},
+		{"decrqss xtgettcap", "\x1bP$qm\x1b\\\x1bP+q544e\x1b\\", []ev{{QuerySetting, 7}, {QueryTermcap, 17}}, nil, Modes{}},
+		{"osc 12 and 4", "\x1b]12;?\x07\x1b]4;1;?\x1b\\", []ev{{QueryCursorColour, 7}, {QueryPalette, 16}}, nil, Modes{}},
+		{"window and decxcpr", "\x1b[18t\x1b[14t\x1b[?6n", []ev{{QueryWindow, 5}, {QueryWindow, 10}, {QueryExtCPR, 15}}, nil, Modes{}},
+		{"not queries", "\x1b[6;1H\x1b[?7n\x1b[$p\x1b[?x$p\x1b[8;1;1t\x1bP1$r0m\x1b\\\x1b[2c\x1b]11;rgb:0/0/0\x07\x1b]2;title\x07", nil, nil, Modes{}},
 		{"esc aborts a dcs", "\x1bPdata\x1b[6n", []ev{{QueryCPR, 10}}, nil, Modes{}},
 		{"after dcs", "\x1bPq#0\x1b\\\x1b[6n", []ev{{QueryCPR, 11}}, nil, Modes{}},
 		{"cancelled", "\x1b[6\x18n\x1b[5n", []ev{{QueryStatus, 9}}, nil, Modes{}},
@@ -206,6 +211,21 @@ func TestAnswer(t *testing.T) {
 		{Event{Query: QueryDA2}, "\x1b[>1;10;0c"},
 		{Event{Query: QueryFg}, "\x1b]10;rgb:ffff/ffff/ffff\x07"},
 		{Event{Query: QueryBg, ST: true}, "\x1b]11;rgb:0000/0000/0000\x1b\\"},
+		{Event{Query: QueryCursorColour}, "\x1b]12;rgb:ffff/ffff/ffff\x07"},
+		{Event{Query: QueryDA3}, "\x1bP!|00000000\x1b\\"},
+		{Event{Query: QueryVersion}, "\x1bP>|ptyhub\x1b\\"},
+		{Event{Query: QueryExtCPR}, "\x1b[?3;7;1R"},
+		{Event{Query: QueryMode, Arg: "?12"}, "\x1b[?12;0$y"},
+		{Event{Query: QueryMode, Arg: "?25", ModeState: 2}, "\x1b[?25;2$y"},
+		{Event{Query: QueryMode, Arg: "4"}, "\x1b[4;0$y"},
+		{Event{Query: QuerySetting, Arg: "m"}, "\x1bP1$r0m\x1b\\"},
+		{Event{Query: QuerySetting, Arg: " q"}, "\x1bP0$r\x1b\\"},
+		{Event{Query: QueryTermcap, Arg: "544e;524742"}, "\x1bP0+r544e;524742\x1b\\"},
+		{Event{Query: QueryWindow, Arg: "18", Rows: 24, Cols: 80}, "\x1b[8;24;80t"},
+		{Event{Query: QueryWindow, Arg: "14", Rows: 24, Cols: 80}, "\x1b[4;384;640t"},
+		{Event{Query: QueryWindow, Arg: "16", Rows: 24, Cols: 80}, "\x1b[6;16;8t"},
+		{Event{Query: QueryPalette, Arg: "1;?;196;?;244;?"}, "\x1b]4;1;rgb:cdcd/0000/0000\x07\x1b]4;196;rgb:ffff/0000/0000\x07\x1b]4;244;rgb:8080/8080/8080\x07"},
+		{Event{Query: QueryPalette, Arg: "1;rgb:0/0/0;?"}, ""},
 	}
 	for _, tc := range cases {
 		if got := string(Answer(tc.e, 3, 7)); got != tc.want {
@@ -416,30 +436,42 @@ func BenchmarkSnapshotAfterFlood(b *testing.B) {
 	}
 }
 
-// TestQueriesDeliberatelyUnanswered: the queries ptyhub answers are CPR, DSR 5, DA1,
-// DA2 and OSC 10/11; others a program may send (DECRQM, XTVERSION, the kitty keyboard
-// query, OSC 4/12 colours, DECRQSS) are not recognised, so they get no answer, and the
-// program's own timeout applies.
-func TestQueriesDeliberatelyUnanswered(t *testing.T) {
+// The queries real programs send at start and on exit (vim, neovim, tmux, fish,
+// bubbletea, crossterm) are recognised and answered; the kitty keyboard query is left
+// unanswered, as a terminal without that protocol does: programs send it with a DA1
+// after it and take the DA1 answer as "not supported".
+func TestQueriesAnswered(t *testing.T) {
 	t.Parallel()
-	for _, q := range []string{"\x1b[?2004$p", "\x1b[4$p", "\x1b[>q", "\x1b[>0q", "\x1b[?u", "\x1b]4;1;?\x07", "\x1b]12;?\x1b\\", "\x1bP$qm\x1b\\"} {
-		var sc Scanner
-		sc.Scan([]byte(q), 0, func(e Event) {
-			if e.Kind == EventQuery {
-				t.Errorf("%q recognised as query %v", q, e.Query)
-			}
-		})
-	}
-	for q, want := range map[string]Query{"\x1b[6n": QueryCPR, "\x1b[5n": QueryStatus, "\x1b[c": QueryDA1, "\x1b[>c": QueryDA2, "\x1b]10;?\x07": QueryFg, "\x1b]11;?\x1b\\": QueryBg} {
-		var sc Scanner
-		got := QueryNone
-		sc.Scan([]byte(q), 0, func(e Event) {
-			if e.Kind == EventQuery {
-				got = e.Query
-			}
-		})
-		if got != want || len(Answer(Event{Kind: EventQuery, Query: got}, 1, 1)) == 0 {
-			t.Errorf("%q: query %v, want %v answered", q, got, want)
+	var sc Scanner
+	sc.Scan([]byte("\x1b[?u"), 0, func(e Event) {
+		if e.Kind == EventQuery {
+			t.Errorf("the kitty keyboard query recognised as query %v", e.Query)
 		}
+	})
+	for q, want := range map[string]Query{"\x1b[6n": QueryCPR, "\x1b[5n": QueryStatus, "\x1b[c": QueryDA1, "\x1b[>c": QueryDA2,
+		"\x1b]10;?\x07": QueryFg, "\x1b]11;?\x1b\\": QueryBg, "\x1b[?2004$p": QueryMode, "\x1b[4$p": QueryMode,
+		"\x1b[>q": QueryVersion, "\x1b[>0q": QueryVersion, "\x1b]4;1;?\x07": QueryPalette, "\x1b]12;?\x1b\\": QueryCursorColour,
+		"\x1bP$qm\x1b\\": QuerySetting, "\x1bP+q544e\x1b\\": QueryTermcap, "\x1b[=c": QueryDA3, "\x1b[18t": QueryWindow} {
+		var sc Scanner
+		var got Event
+		sc.Scan([]byte(q), 0, func(e Event) {
+			if e.Kind == EventQuery {
+				got = e
+			}
+		})
+		if got.Query != want || len(Answer(got, 1, 1)) == 0 {
+			t.Errorf("%q: query %v, want %v answered", q, got.Query, want)
+		}
+	}
+	// DECRQM reports the modes the scanner tracks as they are at the query.
+	sc = Scanner{}
+	var states []int
+	sc.Scan([]byte("\x1b[?25$p\x1b[?25l\x1b[?25$p\x1b[?1049h\x1b[?1049$p\x1b[?2004$p"), 0, func(e Event) {
+		if e.Query == QueryMode {
+			states = append(states, e.ModeState)
+		}
+	})
+	if !slices.Equal(states, []int{1, 2, 1, 0}) {
+		t.Errorf("DECRQM states %v, want [1 2 1 0]", states)
 	}
 }

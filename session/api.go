@@ -200,10 +200,12 @@ type Result struct {
 	// Profile is the environment profile the session was started with (exec only).
 	Profile string `json:"profile,omitempty"`
 	// WaitDetection says how waiting_for_input was decided (see docs/design.md): "tty_read"
-	// (blocked in read(2) on the terminal), "tty_poll" (blocked in select/poll/epoll whose
-	// only outside input is the terminal) or "quiet" (the kernel could not tell: the
-	// terminal is waited on together with sockets, or /proc was unreadable; fired after
-	// output was quiet for a while). Set only with returned_because "waiting_for_input".
+	// (blocked in read(2) on the terminal), "tty_poll" (blocked in select/poll/epoll on
+	// the terminal, with no timeout that will end by itself and no working child on its
+	// other fds) or "quiet" (the kernel could not tell: the terminal is waited on together
+	// with sockets, /proc was unreadable, or the platform has only the heuristic; fired
+	// after output was quiet for a while). Set only with returned_because
+	// "waiting_for_input".
 	WaitDetection string `json:"wait_detection,omitempty"`
 	// Screen is set for view "screen" (a later issue).
 	Screen *Screen `json:"screen,omitempty"`

@@ -60,7 +60,8 @@ func TestWaitFirstExit(t *testing.T) {
 	build := mustExec(t, c, session.ExecRequest{Cmd: "echo compiling; cat " + buildGo + " >/dev/null; echo built; exit 3"})
 	tests := mustExec(t, c, session.ExecRequest{Cmd: "cat " + testGo + " >/dev/null; echo PASS"})
 	dev := mustExec(t, c, session.ExecRequest{Cmd: "echo listening-on-dev; sleep 1000", WaitFor: "listening", YieldTimeMs: wMs(20_000)})
-	repl := mustExec(t, c, session.ExecRequest{Argv: []string{"cat"}, YieldTimeMs: wMs(20_000)})
+	// cat in non-canonical mode: a prompt's shape, which the quiet heuristic requires.
+	repl := mustExec(t, c, session.ExecRequest{Cmd: "stty -icanon; exec cat", YieldTimeMs: wMs(20_000)})
 	if repl.ReturnedBecause != session.BecauseWaitingForInput {
 		t.Fatalf("cat: returned because %s", repl.ReturnedBecause)
 	}
@@ -312,7 +313,8 @@ func TestListFacts(t *testing.T) {
 	if _, err := fmt.Sscanf(strings.TrimSpace(srv.Output), "port %d", &port); err != nil {
 		t.Fatalf("no port in %q", srv.Output)
 	}
-	prompt := mustExec(t, c, session.ExecRequest{Argv: []string{"cat"}, YieldTimeMs: wMs(20_000)})
+	// cat in non-canonical mode: a prompt's shape, which the quiet heuristic requires.
+	prompt := mustExec(t, c, session.ExecRequest{Cmd: "stty -icanon; exec cat", YieldTimeMs: wMs(20_000)})
 	l, err := c.List(context.Background())
 	if err != nil {
 		t.Fatal(err)

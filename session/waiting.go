@@ -38,7 +38,7 @@ func (s *Session) lookVerdict(quietFor time.Duration) (waitVerdict, string) {
 		// and then in the terminal's input queue, which the look below sees.)
 		return waitUnsure, ""
 	}
-	switch v, method := s.probeWait(); v {
+	switch v, method := s.probeWait(quietFor); v {
 	case waitYes:
 		return waitYes, method
 	case waitMaybe:

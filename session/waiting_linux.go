@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"os"
+	"slices"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -54,6 +56,26 @@ type waitState struct {
 	buf     []byte // scratch for /proc reads
 	pr      proc.Reader
 	visited []int // scratch for the process walk
+	kids    []int // scratch for the walk of a poller's descendants
+	// The CPU time of the descendants holding the other ends of poller childPid's pipes
+	// and ptys, unchanged since childSince (see childWorks); childSet says it is taken.
+	childSet   bool
+	childPid   int
+	childCPU   uint64
+	childSince time.Time
+	// timed holds, for each thread seen in a short timed wait on the terminal since
+	// output last arrived, its CPU time then (see withTimeout).
+	timed map[int]timedWait
+	// quiet is how long output has been quiet at the current look, and end the end of
+	// the output then (set by probeWait).
+	quiet time.Duration
+	end   int64
+}
+
+// timedWait is a thread seen in a short timed wait on the terminal.
+type timedWait struct {
+	run uint64 // its CPU time (schedstat), ns
+	end int64  // the end of the output then
 }
 
 // Detection methods reported in Result.WaitDetection.
@@ -77,15 +99,17 @@ type ttyReader struct {
 	pid, fd int
 }
 
-// probeWait looks once at the foreground process group of s's terminal. It must be called
+// probeWait looks once at the foreground process group of s's terminal, output having
+// been quiet for quiet. It must be called
 // with collectMu held (it compares the agent cursor with the hub). It reads a few /proc
 // files per process and thread of the foreground group and makes a few syscalls; it
 // changes nothing.
-func (s *Session) probeWait() (waitVerdict, string) {
+func (s *Session) probeWait(quiet time.Duration) (waitVerdict, string) {
 	if !s.tty || s.isExited() {
 		return waitNo, ""
 	}
 	w := &s.wait
+	w.quiet, w.end = quiet, s.hub.End()
 	if w.buf == nil {
 		w.buf = make([]byte, 4096)
 	}
@@ -206,8 +230,8 @@ func (s *Session) scanForegroundIn(w *waitState, pgrp int) (sc fgScan) {
 			}
 			k, fd := w.classify(pid, tid)
 			switch k {
-			case blockBusy:
-				return false
+			case blockBusy, blockTimed, blockChild:
+				return false // runs, or waits for something that will happen by itself
 			case blockTTYRead, blockTTYPoll:
 				if !sc.found {
 					sc.reader, sc.found = ttyReader{pid, fd}, true
@@ -274,7 +298,17 @@ const (
 	blockTTYPoll                  // select/poll/epoll on the terminal among internal fds
 	blockUnknown                  // cannot tell (unreadable, or the tty among sockets)
 	blockBusy                     // the thread is running after all
+	blockTimed                    // a short timed wait that involves the terminal: it ends by itself
+	blockChild                    // the terminal waited on with a pipe or pty of a child that works
 )
+
+// timedWaitMax is the longest timeout of a wait on the terminal that is taken to end by
+// itself (a timer, an escape-sequence timeout, a query's answer): the program is not
+// waiting for the agent until the wait has ended with the program still blocked. Longer
+// timeouts are a prompt's periodic wake (vim's 'updatetime' is 4 s). Measured: vim's
+// escape timeout 100 ms and DECRQM wait 100 ms, node's exit timer ~15 ms, a wizard's
+// async step (setTimeout) 1.5 s.
+const timedWaitMax = 3 * time.Second
 
 // classify reads /proc/PID/task/TID/syscall and decides what the thread waits for. fd is
 // the terminal fd for blockTTYRead and blockTTYPoll.
@@ -313,8 +347,9 @@ func (w *waitState) classify(pid, tid int) (blockKind, int) {
 		if readfds == 0 || nfds <= 0 {
 			return blockOther, 0
 		}
+		timeout := timeoutAt(pid, args[4], nr == unix.SYS_PSELECT6)
 		if nfds == 1 { // only fd 0 can be in the set: no need to read it
-			return w.pollSet(pid, []int{0})
+			return w.withTimeout(tid, timeout, w.pollSet)(pid, []int{0})
 		}
 		set, ok := readMem(pid, readfds, (nfds+7)/8)
 		if !ok {
@@ -326,7 +361,7 @@ func (w *waitState) classify(pid, tid int) (blockKind, int) {
 				fds = append(fds, fd)
 			}
 		}
-		return w.pollSet(pid, fds)
+		return w.withTimeout(tid, timeout, w.pollSet)(pid, fds)
 	case unix.SYS_PPOLL, sysPoll:
 		n := int(min(args[1], 256))
 		if n == 0 {
@@ -344,22 +379,122 @@ func (w *waitState) classify(pid, tid int) (blockKind, int) {
 				fds = append(fds, int(fd))
 			}
 		}
-		return w.pollSet(pid, fds)
+		var timeout time.Duration
+		if nr == unix.SYS_PPOLL {
+			timeout = timeoutAt(pid, args[2], true)
+		} else {
+			timeout = msTimeout(args[2])
+		}
+		return w.withTimeout(tid, timeout, w.pollSet)(pid, fds)
 	case unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2, sysEpollWait:
 		fds, ok := w.epollSet(pid, int(args[0]))
 		if !ok {
 			return blockUnknown, 0
 		}
-		return w.pollSet(pid, fds)
+		var timeout time.Duration
+		if nr == unix.SYS_EPOLL_PWAIT2 {
+			timeout = timeoutAt(pid, args[3], true)
+		} else {
+			timeout = msTimeout(args[3])
+		}
+		return w.withTimeout(tid, timeout, w.pollSet)(pid, fds)
 	}
 	return blockOther, 0
 }
 
-// pollSet classifies a wait on several fds: the terminal among internal fds (pipes,
-// eventfds, timers) is waiting for the terminal; the terminal among sockets cannot be
-// told apart from waiting on the network.
+// noTimeout is the timeout of a wait without one.
+const noTimeout time.Duration = -1
+
+// msTimeout is the timeout of poll and epoll_wait: an int of milliseconds, negative for
+// none.
+func msTimeout(arg uint64) time.Duration {
+	ms := int32(arg)
+	if ms < 0 {
+		return noTimeout
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// timeoutAt reads the timeout a waiting syscall points to: a struct timespec (ppoll,
+// pselect6, epoll_pwait2) or a struct timeval (select), in process pid's memory. A null
+// pointer is no timeout; an unreadable one counts as a short timeout, so the wait is
+// looked at again rather than taken for a prompt at once.
+func timeoutAt(pid int, addr uint64, timespec bool) time.Duration {
+	if addr == 0 {
+		return noTimeout
+	}
+	raw, ok := readMem(pid, addr, 16)
+	if !ok {
+		return 0
+	}
+	sec := int64(binary.NativeEndian.Uint64(raw))
+	frac := int64(binary.NativeEndian.Uint64(raw[8:]))
+	if !timespec {
+		frac *= 1000 // microseconds
+	}
+	if sec < 0 || sec > int64(timedWaitMax/time.Second)+1 {
+		return time.Duration(max(sec, 0)) * time.Second
+	}
+	return time.Duration(sec)*time.Second + time.Duration(frac)
+}
+
+// withTimeout wraps the classification of a multiplexed wait with its timeout: a wait on
+// the terminal with a timeout of at most timedWaitMax will end by itself and is
+// blockTimed, until it has ended with the program still blocked and silent: the thread
+// was seen in such a wait with no output since, it has run since (its CPU time moved),
+// and output has been quiet for longer than the timeout. Then it is a prompt that wakes
+// now and then, and the wait is what classify says. The CPU time tells a wait that ended
+// from one whose timer fired but whose thread has not run yet (on a loaded machine).
+func (w *waitState) withTimeout(tid int, timeout time.Duration, classify func(int, []int) (blockKind, int)) func(int, []int) (blockKind, int) {
+	return func(pid int, fds []int) (blockKind, int) {
+		k, fd := classify(pid, fds)
+		if (k != blockTTYPoll && k != blockUnknown) || timeout < 0 || timeout > timedWaitMax {
+			return k, fd
+		}
+		run, ok := w.threadRuntime(pid, tid)
+		if !ok {
+			return blockTimed, 0
+		}
+		if w.timed == nil {
+			w.timed = map[int]timedWait{}
+		}
+		last, seen := w.timed[tid]
+		if seen && w.end == last.end { // no output since it was seen
+			if last.run != run && w.quiet > timeout {
+				return k, fd
+			}
+			return blockTimed, 0
+		}
+		if len(w.timed) >= maxWaitProcs {
+			clear(w.timed)
+		}
+		w.timed[tid] = timedWait{run, w.end}
+		return blockTimed, 0
+	}
+}
+
+// threadRuntime reads a thread's CPU time in nanoseconds (/proc/PID/task/TID/schedstat).
+func (w *waitState) threadRuntime(pid, tid int) (uint64, bool) {
+	b, ok := w.read("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/schedstat")
+	if !ok {
+		return 0, false
+	}
+	f := bytes.Fields(b)
+	if len(f) == 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(f[0]), 10, 64)
+	return n, err == nil
+}
+
+// pollSet classifies a wait on several fds: the terminal among internal fds (eventfds,
+// timers, pipes) is waiting for the terminal; the terminal among sockets cannot be told
+// apart from waiting on the network. The terminal waited on with a pipe or a pty master
+// whose other end a working descendant holds (apt relaying dpkg's terminal and status
+// pipe) is waiting for the child, unless that child itself waits to read its terminal
+// (see childWorks).
 func (w *waitState) pollSet(pid int, fds []int) (blockKind, int) {
-	tty, other := -1, false
+	tty, other, child := -1, false, false
 	for _, fd := range fds {
 		switch w.fdKind(pid, fd) {
 		case fdTTY:
@@ -368,6 +503,8 @@ func (w *waitState) pollSet(pid int, fds []int) (blockKind, int) {
 			}
 		case fdSocket, fdUnknown:
 			other = true
+		case fdPipe, fdPtmx:
+			child = true
 		}
 	}
 	switch {
@@ -375,6 +512,8 @@ func (w *waitState) pollSet(pid int, fds []int) (blockKind, int) {
 		return blockOther, 0
 	case other:
 		return blockUnknown, 0
+	case child && w.childWorks(pid, fds):
+		return blockChild, 0
 	}
 	return blockTTYPoll, tty
 }
@@ -412,7 +551,11 @@ const (
 	fdTTY
 	fdSocket
 	fdUnknown
+	fdPipe // a pipe (or FIFO)
+	fdPtmx // the master side of a pseudo-terminal
 )
+
+var devPtmx = unix.Mkdev(5, 2)
 
 // fdKind says whether fd of process pid is the session's terminal (its /dev/pts/N, or
 // /dev/tty, which is the controlling terminal of every process of the session).
@@ -429,10 +572,133 @@ func (w *waitState) fdKind(pid, fd int) fdKindT {
 		if st.Rdev == devTTY || w.dev != 0 && st.Rdev == w.dev {
 			return fdTTY
 		}
+		if st.Rdev == devPtmx {
+			return fdPtmx
+		}
 	case unix.S_IFSOCK:
 		return fdSocket
+	case unix.S_IFIFO:
+		return fdPipe
 	}
 	return fdOther
+}
+
+// childIdle is how long the descendants holding the other ends of a poller's pipes and
+// ptys must have used no CPU, with none of them running, to count as idle.
+const childIdle = 200 * time.Millisecond
+
+// childWorks reports whether the pipes and pty masters among fds, which process pid
+// waits on with the terminal, lead to a descendant of pid that works: one that holds the
+// other end (the same pipe, or the slave of the pty) and whose subtree runs, waits on
+// disk, or used CPU time within childIdle. A holder blocked reading one of those ptys is
+// a relayed prompt (dpkg asking about a configuration file through apt): not working.
+// It walks at most maxWaitProcs descendants and lists the fds of each; it keeps the
+// holders' CPU time in w between looks.
+func (w *waitState) childWorks(pid int, fds []int) bool {
+	type end struct{ dev, ino uint64 }
+	var pipes []end    // the pipes in the set
+	var inner []uint64 // the slaves of the pty masters in the set
+	for _, fd := range fds {
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(fd), &st) != nil {
+			continue
+		}
+		switch {
+		case st.Mode&unix.S_IFMT == unix.S_IFIFO:
+			pipes = append(pipes, end{st.Dev, st.Ino})
+		case st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == devPtmx:
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + strconv.Itoa(fd))
+			if err != nil {
+				continue
+			}
+			for line := range bytes.Lines(b) {
+				if v, ok := bytes.CutPrefix(line, []byte("tty-index:")); ok {
+					if n, err := strconv.Atoi(string(bytes.TrimSpace(v))); err == nil {
+						var pts unix.Stat_t
+						if unix.Stat("/dev/pts/"+strconv.Itoa(n), &pts) == nil {
+							inner = append(inner, pts.Rdev)
+						}
+					}
+				}
+			}
+		}
+	}
+	holds := func(kid int) bool {
+		dir := "/proc/" + strconv.Itoa(kid) + "/fd/"
+		d, err := os.Open(dir)
+		if err != nil {
+			return true // cannot tell: count it as a holder
+		}
+		names, _ := d.Readdirnames(-1)
+		d.Close()
+		for _, n := range names {
+			var st unix.Stat_t
+			if unix.Stat(dir+n, &st) != nil {
+				continue
+			}
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFIFO:
+				if slices.Contains(pipes, end{st.Dev, st.Ino}) {
+					return true
+				}
+			case unix.S_IFCHR:
+				if slices.Contains(inner, st.Rdev) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	// A view of the detector in which the inner terminals are the terminal.
+	sub := &waitState{buf: make([]byte, len(w.buf))}
+	var cpu uint64
+	held := false // some live descendant holds an end; from then on its subtree counts
+	w.kids = w.pr.AppendChildren(w.kids[:0], pid, 0)
+	for i := 0; i < len(w.kids) && i < maxWaitProcs; i++ {
+		kid := w.kids[i]
+		st, ok := w.pr.Stat(kid)
+		if !ok || st.Dead() {
+			continue
+		}
+		if !held && !holds(kid) {
+			w.kids = w.pr.AppendChildren(w.kids, kid, st.Threads)
+			continue
+		}
+		held = true
+		cpu += st.CPU
+		for _, tid := range w.pr.Tasks(kid, st.Threads) {
+			ts, ok := w.pr.ThreadState(kid, tid)
+			if !ok {
+				continue
+			}
+			switch ts {
+			case 'S', 'I':
+			case 'Z', 'X':
+				continue
+			default:
+				w.childSet = false
+				return true // runs
+			}
+			for _, dev := range inner {
+				sub.dev = dev
+				if k, _ := sub.classify(kid, tid); k == blockTTYRead || k == blockTTYPoll || k == blockTimed {
+					w.childSet = false
+					return false // a relayed prompt
+				}
+			}
+		}
+		w.kids = w.pr.AppendChildren(w.kids, kid, st.Threads)
+	}
+	if !held {
+		w.childSet = false
+		return false // the pipes lead elsewhere
+	}
+	now := time.Now()
+	if !w.childSet || w.childPid != pid || w.childCPU != cpu {
+		w.childSet, w.childPid, w.childCPU, w.childSince = true, pid, cpu, now
+		return true
+	}
+	return now.Sub(w.childSince) < childIdle
 }
 
 // readMem reads n bytes of process pid's memory at addr (/proc/PID/mem).

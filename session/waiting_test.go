@@ -49,8 +49,12 @@ func TestWaitingFires(t *testing.T) {
 		need     []string
 		prompt   string // the output must contain it
 		password bool
+		// kernel: the program reads the terminal without a prompt's shape (canonical
+		// mode, echo on, no unterminated line), which only the kernel's view tells
+		// from a silent sleep.
+		kernel bool
 	}{
-		{name: "cat", req: session.ExecRequest{Argv: []string{"cat"}}},
+		{name: "cat", req: session.ExecRequest{Argv: []string{"cat"}}, kernel: true},
 		{name: "bash-i", req: session.ExecRequest{Argv: []string{"bash", "--norc", "--noprofile", "-i"}, Env: map[string]string{"PS1": "PROMPT$ "}}, prompt: "PROMPT$ "},
 		{name: "python3", req: session.ExecRequest{Argv: []string{"python3", "-q"}}, need: []string{"python3"}, prompt: ">>> "},
 		{name: "node", req: session.ExecRequest{Argv: []string{"node"}}, need: []string{"node"}, prompt: "> "},
@@ -58,8 +62,9 @@ func TestWaitingFires(t *testing.T) {
 		{name: "getpass", req: session.ExecRequest{Argv: []string{"python3", "-c", "import getpass; print(getpass.getpass())"}}, need: []string{"python3"}, prompt: "Password: ", password: true},
 		{name: "yes-no", req: session.ExecRequest{Cmd: `read -p "Continue? [y/n] " a; echo "answer=$a"`}, prompt: "Continue? [y/n] "},
 		{name: "pager", req: session.ExecRequest{Cmd: "seq 1000 | less"}, need: []string{"less"}, prompt: "1\n2\n3\n"},
-		{name: "after-sleep", req: session.ExecRequest{Cmd: "sleep 0.2; echo ready; cat"}, prompt: "ready"},
-		{name: "shell-waits-on-reader", req: session.ExecRequest{Cmd: "cat; echo after"}},
+		{name: "after-sleep", req: session.ExecRequest{Cmd: "sleep 0.2; echo ready; cat"}, prompt: "ready", kernel: true},
+		{name: "after-sleep-prompt", req: session.ExecRequest{Cmd: "sleep 0.2; printf 'ready> '; cat"}, prompt: "ready> "},
+		{name: "shell-waits-on-reader", req: session.ExecRequest{Cmd: "cat; echo after"}, kernel: true},
 		{name: "multithreaded", req: session.ExecRequest{Argv: []string{"python3", "-c",
 			"import threading,time\nthreading.Thread(target=lambda: time.sleep(60), daemon=True).start()\nprint('in:', input('name? '))"}},
 			need: []string{"python3"}, prompt: "name? "},
@@ -68,6 +73,9 @@ func TestWaitingFires(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			wNeed(t, tc.need...)
+			if tc.kernel {
+				testtool.KernelOnly(t, "a read without a prompt's shape is told from a silent sleep by wait channels only")
+			}
 			for i := range 3 {
 				req := tc.req
 				req.YieldTimeMs = wMs(20_000)
