@@ -213,7 +213,7 @@ func (f *facts) problems(text string) []string {
 // chunkings calls f with raw cut into reads in many ways: at every single split point
 // when raw is small, else one byte at a time and at random points.
 func chunkings(raw []byte, f func(desc string, chunks [][]byte)) {
-	if len(raw) <= 4<<10 {
+	if len(raw) <= 2<<10 {
 		for i := 0; i <= len(raw); i++ {
 			f(fmt.Sprintf("split at %d", i), [][]byte{raw[:i], raw[i:]})
 		}
