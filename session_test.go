@@ -107,11 +107,11 @@ func TestWorkdirEnvProfile(t *testing.T) {
 	_, c := newClient(t, session.Options{})
 	dir := t.TempDir()
 	r := exec(t, c, session.ExecRequest{
-		Cmd:     `pwd; echo "FOO=$FOO TERM=$TERM NO_COLOR=$NO_COLOR PAGER=$PAGER GIT_PAGER=$GIT_PAGER S=$PTYHUB_SESSION"; stty size`,
+		Cmd:     `pwd; echo "FOO=$FOO TERM=$TERM NO_COLOR=$NO_COLOR CARGO=$CARGO_TERM_PROGRESS_WHEN PAGER=$PAGER GIT_PAGER=$GIT_PAGER S=$PTYHUB_SESSION"; stty size`,
 		Workdir: dir, Env: map[string]string{"FOO": "bar baz"}, Rows: 30, Cols: 100,
 	})
 	out, r := untilExit(t, c, r)
-	want := dir + "\nFOO=bar baz TERM=xterm-256color NO_COLOR=1 PAGER=cat GIT_PAGER=cat S=" + r.UUID + "\n30 100\n"
+	want := dir + "\nFOO=bar baz TERM=xterm-256color NO_COLOR=1 CARGO=never PAGER=cat GIT_PAGER=cat S=" + r.UUID + "\n30 100\n"
 	if out != want {
 		t.Errorf("got %q\nwant %q", out, want)
 	}

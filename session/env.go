@@ -18,10 +18,14 @@ const (
 )
 
 // agentEnv is what profile "agent" sets: a capable terminal, no colour, no pager that
-// would wait for a key.
+// would wait for a key, and no cargo progress bar: cargo erases its bar only when it
+// may use colour, so under NO_COLOR its warnings would be printed over the bar's
+// remains ("warning: …mutable2/6: parse, render"). Without NO_COLOR, tsc and others
+// print longer, decorated diagnostics; the corpus in testdata/corpus measures both.
 var agentEnv = [][2]string{
 	{"TERM", "xterm-256color"},
 	{"NO_COLOR", "1"},
+	{"CARGO_TERM_PROGRESS_WHEN", "never"},
 	{"PAGER", "cat"},
 	{"GIT_PAGER", "cat"},
 	{"GH_PAGER", "cat"},

@@ -35,7 +35,13 @@
 //     behind is trimmed: cells blanked by K, X, 1K or never written (skipped
 //     by a cursor move), and spaces at or right of the cursor, which is what
 //     echo-erase "\b \b" leaves ("ab\b \b" reads "a", as on a terminal). The
-//     "\r" of "\r\n" does not count as moving the cursor.
+//     "\r" of "\r\n" does not count as moving the cursor. A line written over
+//     from its start (a bare "\r" or CSI G to column 1 while it had text: a
+//     progress line redrawn) loses all its trailing spaces: they are padding that
+//     erases the old frame ("collecting ...\rcollected 3 items      \r\n" reads
+//     "collected 3 items").
+//   - Character sets: text in the DEC special graphics set (ESC ( 0, or ESC ) 0
+//     and SO) shows as the glyphs a terminal draws: "lqqk" reads "┌──┐".
 //   - Concealed text (SGR 8, which a terminal shows as blank) is not shown: a
 //     concealed run becomes the marker [HiddenText] once ("vis \e[8mSECRET\e[0m
 //     end" → "vis [hidden text] end"), so text a human cannot see never
@@ -116,6 +122,9 @@ type Converter struct {
 	cur   int    // cursor column; may be past len(line) (blanks are added lazily)
 	saved int    // column saved by ESC 7 / CSI s
 	cr    bool   // a "\r" not yet applied: "\r\n" is a plain newline
+	// redrawn: the line was written over from its start (a bare "\r", CSI G) while it
+	// had content: its trailing spaces are padding that erases the old text.
+	redrawn bool
 
 	st    parseState
 	osc   bool  // the string being skipped is an OSC (BEL ends it)
@@ -126,6 +135,11 @@ type Converter struct {
 	need   uint8 // UTF-8 continuation bytes still expected
 	lo, hi byte  // bounds of the next continuation byte
 	acc    rune  // UTF-8 character decoded so far
+
+	// Character sets: G0 and G1 designated as DEC special graphics (ESC ( 0, ESC ) 0),
+	// G1 shifted in (SO); gfx caches whether the set in use is the graphics one.
+	g0, g1, so, gfx bool
+	inter           byte // first intermediate byte of the current ESC sequence
 
 	// SGR tracking for concealed text.
 	conceal bool  // SGR 8 is on
@@ -167,7 +181,7 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 				dst = c.put(dst, utf8.RuneError)
 			}
 			if b >= 0x20 && b < 0x7f {
-				if len(c.line) == 0 && len(c.shown) == 0 && c.cur == 0 && !c.cr && !c.conceal {
+				if len(c.line) == 0 && len(c.shown) == 0 && c.cur == 0 && !c.cr && !c.conceal && !c.gfx && !c.redrawn {
 					// Fastest path, at a line start: a run of printable ASCII that ends
 					// the line in this chunk ("\n" or "\r\n") is the line's text as it
 					// is; one longer than a line is emitted a line's length at a time.
@@ -190,7 +204,7 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 						continue
 					}
 				}
-				if len(c.tail) > 0 || !c.cr && !c.conceal && c.cur == len(c.line) && c.cur < maxLine {
+				if len(c.tail) > 0 || !c.cr && !c.conceal && !c.gfx && c.cur == len(c.line) && c.cur < maxLine {
 					// Fast path: a run of printable ASCII appended at the end of the line.
 					if c.cur >= maxLine { // the tail filled the line: emit it as it stands (as putCell does)
 						dst = append(appendRunes(dst, c.line), c.tail...)
@@ -216,7 +230,11 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 					i = j - 1
 					continue
 				}
-				dst = c.put(dst, rune(b))
+				r := rune(b)
+				if c.gfx && b >= 0x60 {
+					r = decGraphics[b-0x60]
+				}
+				dst = c.put(dst, r)
 				continue
 			}
 			// Not printable ASCII: the line goes back to cells. (The tail is empty in
@@ -248,6 +266,9 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 					dst = c.control(dst, b)
 				}
 			case b < 0x30: // intermediate
+				if c.flags&fInter == 0 {
+					c.inter = b
+				}
 				c.flags |= fInter
 				c.n++
 				if c.n > maxEscInter {
@@ -424,7 +445,7 @@ func (c *Converter) materialize() {
 // cursor.
 func (c *Converter) content() []rune {
 	end := len(c.line)
-	for end > 0 && (c.line[end-1] == blank || (c.line[end-1] == ' ' && end > c.cur)) {
+	for end > 0 && (c.line[end-1] == blank || (c.line[end-1] == ' ' && (end > c.cur || c.redrawn))) {
 		end--
 	}
 	return c.line[:end]
@@ -451,6 +472,7 @@ func (c *Converter) newline(dst []byte) []byte {
 	c.cur = 0
 	c.cr = false
 	c.hid = false
+	c.redrawn = false
 	return dst
 }
 
@@ -458,6 +480,7 @@ func (c *Converter) applyCR() {
 	if c.cr {
 		c.cr = false
 		c.cur = 0
+		c.redrawn = c.redrawn || len(c.line) > 0
 	}
 }
 
@@ -593,12 +616,27 @@ func (c *Converter) control(dst []byte, b byte) []byte {
 		return c.put(dst, '\t')
 	case 0:
 		return c.put(dst, nulRune)
+	case 0x0e: // SO: G1 in use
+		c.so = true
+		c.setGfx()
+	case 0x0f: // SI: G0 in use
+		c.so = false
+		c.setGfx()
 	case 0x1b:
 		c.enterEsc()
 	case 0x18, 0x1a:
 		c.st = sGround
 	}
 	return dst
+}
+
+func (c *Converter) setGfx() { c.gfx = c.g0 && !c.so || c.g1 && c.so }
+
+// decGraphics is what a terminal shows for 0x60–0x7E in the DEC special graphics
+// set: line drawing (ncurses' ACS box lines, pstree, dialog) and a few symbols.
+var decGraphics = [...]rune{
+	'◆', '▒', '␉', '␌', '␍', '␊', '°', '±', '␤', '␋', '┘', '┐', '┌', '└', '┼', '⎺',
+	'⎻', '─', '⎼', '⎽', '├', '┤', '┴', '┬', '│', '≤', '≥', 'π', '≠', '£', '·',
 }
 
 func (c *Converter) enterEsc() {
@@ -611,7 +649,16 @@ func (c *Converter) enterEsc() {
 func (c *Converter) escFinal(dst []byte, b byte) []byte {
 	c.st = sGround
 	if c.flags&fInter != 0 {
-		return dst // charset designations and the like
+		// Charset designations: ESC ( F for G0, ESC ) F for G1; F = 0 is DEC
+		// special graphics, anything else a text set. Others are ignored.
+		switch c.inter {
+		case '(':
+			c.g0 = b == '0'
+		case ')':
+			c.g1 = b == '0'
+		}
+		c.setGfx()
+		return dst
 	}
 	switch b {
 	case '[':
@@ -673,6 +720,7 @@ func (c *Converter) csiFinal(dst []byte, b byte) []byte {
 	case 'G', '`': // column
 		c.cr = false
 		c.cur = min(max(n, 1)-1, maxLine)
+		c.redrawn = c.redrawn || c.cur == 0 && len(c.line) > 0
 	case 'C', 'a': // forward
 		c.applyCR()
 		c.cur = min(c.cur+max(n, 1), maxLine)

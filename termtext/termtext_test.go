@@ -38,6 +38,16 @@ var convertTests = []struct {
 	{"cursor hide show", "\x1b[?25lworking\x1b[?25h\n", "working\n"},
 	{"alt screen", "\x1b[?1049hfull\x1b[?1049l\n", "full\n"},
 	{"keypad and charset", "\x1b=\x1b(Bx\x1b)0y\x1b>\n", "xy\n"},
+	// A redrawn line's padding is erasure; printed trailing spaces stay.
+	{"redrawn padding", "collecting ...\rcollected 3 items      \r\n", "collected 3 items\n"},
+	{"redrawn by CSI G", "50%\x1b[1Gdone   \r\n", "done\n"},
+	{"padding kept without redraw", "done   \r\n", "done   \n"},
+	{"redraw then erase then plain", "ab\r\x1b[2Kx  \r\n", "x\n"},
+	// DEC special graphics (ncurses' box lines, pstree, dialog): what a human sees.
+	{"dec graphics box", "\x1b(0lqqk\x1b(B ok\r\n", "┌──┐ ok\n"},
+	{"dec graphics shifted in", "\x1b)0a\x0emqj\x0f x\r\n", "a└─┘ x\n"},
+	{"dec graphics letters", "\x1b(0ABC_~\x1b(Bq\n", "ABC_·q\n"},
+	{"dec graphics at line start", "\x1b(0x\r\nx\r\n\x1b(Bx\r\n", "│\n│\nx\n"},
 	{"kitty keyboard", "\x1b[>1u\x1b[<u\x1b[?ux\n", "x\n"},
 	{"device queries", "\x1b[6n\x1b[c\x1b[>cx\n", "x\n"},
 	{"cursor style", "\x1b[2 qx\n", "x\n"},

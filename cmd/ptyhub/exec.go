@@ -90,7 +90,7 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	closeStdin := fs.Bool("close-stdin", false, "send end-of-file after --stdin")
 	rows := fs.Int("rows", session.DefaultRows, "terminal `rows`")
 	cols := fs.Int("cols", session.DefaultCols, "terminal `columns`")
-	profile := fs.String("profile", "", "environment `profile`: agent (TERM=xterm-256color, NO_COLOR=1, pagers off; the default) or plain")
+	profile := fs.String("profile", "", "environment `profile`: agent (TERM=xterm-256color, NO_COLOR=1, no cargo progress bar, pagers off; the default) or plain")
 	name := fs.String("name", "", "`name` of the session, usable instead of its id; if a session of that name runs, it is shown instead of starting another")
 	jsonOut := fs.Bool("json", false, "print the result as one JSON object (exec_command's structuredContent) instead of text")
 	verbose := fs.Bool("verbose", false, "log what ptyhub does to stderr")
