@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -128,8 +130,12 @@ func (c *Client) runningNamed(name string) *Session {
 }
 
 // execExisting is Exec's answer when a session of that name already runs: that session,
-// with its new output as a poll would return it and a notice saying so.
-func (c *Client) execExisting(ctx context.Context, s *Session, req *ExecRequest, t0 time.Time) *Result {
+// with a notice saying so, collected as the Exec would have collected a new one — its
+// new output until it exits, waits for input, matches re, or the yield passes. A pattern
+// this session's output already matched in an earlier call counts at once (so "start the
+// dev server unless it runs, and wait until it is ready" holds on every call): the call
+// then returns its new output without waiting, because "pattern".
+func (c *Client) execExisting(ctx context.Context, s *Session, req *ExecRequest, t0 time.Time, yield time.Duration, re *regexp.Regexp) *Result {
 	budget, bwarn := tokenBudget(req.MaxOutputTokens)
 	warns := appendNonEmpty(nil, bwarn)
 	cmd := req.Cmd
@@ -143,9 +149,42 @@ func (c *Client) execExisting(ctx context.Context, s *Session, req *ExecRequest,
 	warns = append(warns, note)
 	s.begin()
 	defer s.end()
-	col := s.collect(ctx, collectOpts{deadline: t0, budget: budget})
+	deadline := t0.Add(yield)
+	already := re != nil && s.hasMatched(re.String())
+	if already {
+		deadline = t0
+	}
+	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re})
+	if already && col.because == BecauseDeadline {
+		col.because = BecausePattern
+		warns = append(warns, fmt.Sprintf("its output already matched %q before this call", re.String()))
+	}
 	r := c.result(s, t0, col, warns)
 	r.Existing = true
 	r.Profile = s.profile
 	return r
+}
+
+// maxMatchedPatterns bounds the patterns a session remembers having matched.
+const maxMatchedPatterns = 16
+
+// noteMatched records that the session's output matched the pattern src.
+func (s *Session) noteMatched(src string) {
+	s.matchMu.Lock()
+	defer s.matchMu.Unlock()
+	if i := slices.Index(s.matchedPatterns, src); i >= 0 {
+		s.matchedPatterns = slices.Delete(s.matchedPatterns, i, i+1)
+	}
+	if len(s.matchedPatterns) == maxMatchedPatterns {
+		s.matchedPatterns = slices.Delete(s.matchedPatterns, 0, 1)
+	}
+	s.matchedPatterns = append(s.matchedPatterns, src)
+}
+
+// hasMatched reports whether the session's output matched the pattern src in an earlier
+// collect.
+func (s *Session) hasMatched(src string) bool {
+	s.matchMu.Lock()
+	defer s.matchMu.Unlock()
+	return slices.Contains(s.matchedPatterns, src)
 }

@@ -133,12 +133,12 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 		return nil, err
 	}
 	if s := c.runningNamed(req.Name); s != nil {
-		return c.execExisting(ctx, s, &req, t0), nil
+		return c.execExisting(ctx, s, &req, t0, yield, re), nil
 	}
 	s, warns, err := c.m.start(&req, c)
 	var taken *nameTaken
 	if errors.As(err, &taken) {
-		return c.execExisting(ctx, taken.s, &req, t0), nil
+		return c.execExisting(ctx, taken.s, &req, t0, yield, re), nil
 	}
 	if err != nil {
 		return nil, err
@@ -613,6 +613,11 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 	r.State, r.ExitCode, r.Signal, _, _ = s.exitFields()
 	if r.State == StateExited {
 		skip = s
+		s.mu.Lock()
+		if s.owner == c {
+			s.reported = true // this result tells the owner of the exit
+		}
+		s.mu.Unlock()
 	}
 	r.Notices = c.notices(skip, nil)
 	return r, nil

@@ -1,0 +1,159 @@
+package ptyhub_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ptyhub/ptyhub/internal/testtool"
+)
+
+// Tests that the CLI and the tools say what is true, in the words of the interface used:
+// through a private per-user server (the CLI) and through `ptyhub mcp` driven by the
+// official TypeScript MCP client (testdata/mcpclient/steps.mjs).
+
+// runSteps runs steps with steps.mjs against `ptyhub mcpArgs…` started in sv's project
+// directory with sv's environment, and returns the steps by name.
+func runSteps(t *testing.T, sv *svHub, mcpArgs []string, steps []map[string]any) map[string]notifyStep {
+	t.Helper()
+	node := testtool.Path(t, "node") // Node.js 18 or later runs the TypeScript MCP client
+	dir := e2eClientDir(t)
+	js, _ := json.Marshal(steps)
+	args, _ := json.Marshal(mcpArgs)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "steps.mjs"), sv.bin, string(js))
+	cmd.Dir = sv.dir
+	cmd.Env = append(sv.env, "PWD="+sv.dir, "PTYHUB_E2E_MCP_ARGS="+string(args))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("steps.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	got := map[string]notifyStep{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var s notifyStep
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("client printed %q: %v", line, err)
+		}
+		if s.Error != "" {
+			t.Errorf("step %s: %s", s.Step, s.Error)
+		}
+		got[s.Step] = s
+	}
+	if _, ok := got["closed"]; !ok {
+		t.Errorf("the client did not finish:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+	return got
+}
+
+// field returns a step's structured field as a string ("" when absent).
+func (s notifyStep) field(name string) string {
+	v, ok := s.Structured[name]
+	if !ok || v == nil {
+		return ""
+	}
+	if str, ok := v.(string); ok {
+		return str
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestExecNamedRunning: `ptyhub exec --name N --wait-for RE` of a session that already
+// runs returns that session and exits 0 when its output matched (earlier, or in output
+// that comes during the call), so "start the dev server unless it runs, and wait until
+// it is ready" works on every call; exec_command does the same over MCP.
+func TestExecNamedRunning(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	fifo := mkfifo(t)
+	// ready at once, then "again" once the fifo is written.
+	script := `echo ready; cat ` + fifo + `; echo again-ready; exec sleep 600`
+	first := h.ok("exec", "--json", "--name", "web", "--wait-for", "ready", "-c", script)
+	var r1 struct {
+		SessionID       string `json:"session_id"`
+		ReturnedBecause string `json:"returned_because"`
+	}
+	if err := json.Unmarshal([]byte(first), &r1); err != nil || r1.ReturnedBecause != "pattern" {
+		t.Fatalf("first exec: %v %s", err, first)
+	}
+	for i := range 2 {
+		out, errs, code := h.run("exec", "--name", "web", "--wait-for", "ready", "-c", script)
+		if code != 0 || !strings.Contains(out, "session ID "+r1.SessionID+"\n") || !strings.Contains(out, `already running`) {
+			t.Fatalf("exec #%d of the running session: status %d\n%s%s", i+2, code, out, errs)
+		}
+	}
+	// A pattern it has not matched yet is waited for in its new output.
+	cmd := osexec.Command(h.bin, "exec", "--name", "web", "--wait-for", "again-ready", "--yield", "2m", "-c", script)
+	cmd.Env, cmd.Dir = h.env, h.dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("go\n")
+	f.Close()
+	if err := cmd.Wait(); err != nil || !strings.Contains(out.String(), "again-ready") {
+		t.Fatalf("exec waiting for new output: %v\n%s", err, out.String())
+	}
+
+	got := runSteps(t, h, []string{"mcp"}, []map[string]any{
+		tool("a", "exec_command", map[string]any{"cmd": "echo up-and-ready; exec sleep 600", "name": "dev", "wait_for": "ready", "yield_time_ms": 60000}),
+		tool("b", "exec_command", map[string]any{"cmd": "echo up-and-ready; exec sleep 600", "name": "dev", "wait_for": "ready", "yield_time_ms": 60000}),
+	})
+	if a, b := got["a"], got["b"]; a.field("returned_because") != "pattern" || b.field("returned_because") != "pattern" ||
+		b.field("session_id") != a.field("session_id") || b.field("existing") != "true" {
+		t.Errorf("exec_command of the running session named dev:\n%+v\n%+v", a, b)
+	}
+}
+
+// TestWaitSessionsKnownExits: wait_sessions without ids does not return an exit the
+// agent was already told of (by the kill_session that ended the session, or by the
+// exec_command or write_stdin that returned it); it waits on the sessions still running,
+// and with none it answers plainly that there is nothing to wait for.
+func TestWaitSessionsKnownExits(t *testing.T) {
+	t.Parallel()
+	for _, mode := range [][]string{{"mcp"}, {"mcp", "--embedded"}, {"mcp", "--keep"}} {
+		t.Run(strings.Join(mode, "-"), func(t *testing.T) {
+			t.Parallel()
+			h := svNew(t)
+			got := runSteps(t, h, mode, []map[string]any{
+				tool("run", "exec_command", map[string]any{"cmd": "exec sleep 600", "yield_time_ms": 0}),
+				tool("victim", "exec_command", map[string]any{"cmd": "echo unread; exec sleep 600", "yield_time_ms": 0}),
+				tool("kill", "kill_session", map[string]any{"session_id": "$victim"}),
+				tool("quick", "exec_command", map[string]any{"cmd": "echo bye; exit 4"}),
+				tool("sh", "exec_command", map[string]any{"argv": []string{"sh"}, "yield_time_ms": 0}),
+				tool("exit", "write_stdin", map[string]any{"session_id": "$sh", "chars": "exit 5\n", "yield_time_ms": 60000}),
+				tool("wait", "wait_sessions", map[string]any{"timeout_ms": 1000}),
+				tool("kill2", "kill_session", map[string]any{"session_id": "$run"}),
+				tool("none", "wait_sessions", map[string]any{}),
+			})
+			if got["exit"].field("exit_code") != "5" {
+				t.Fatalf("write_stdin exit 5: %+v", got["exit"])
+			}
+			w := got["wait"]
+			if w.IsError || w.field("returned_because") != "deadline" || w.field("session_id") != "" ||
+				!strings.Contains(w.Text, got["run"].field("session_id")+": running") {
+				t.Errorf("wait_sessions after the exits were reported returned %+v", w)
+			}
+			n := got["none"]
+			if n.IsError || n.field("returned_because") != "no_sessions" || !strings.Contains(n.Text, "Nothing to wait for") {
+				t.Errorf("wait_sessions with nothing running: %+v", n)
+			}
+		})
+	}
+}
