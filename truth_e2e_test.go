@@ -157,3 +157,55 @@ func TestWaitSessionsKnownExits(t *testing.T) {
 		})
 	}
 }
+
+// TestErrorsInTheUsersWords: an invalid argument is named as the user typed it — the
+// CLI's flags (--wait-for, --cwd, --timeout, --tail) through the server, the MCP tools'
+// arguments (wait_for, workdir, timeout_ms, tail_lines) — and a range error names the
+// offsets given, not the clamped ones.
+func TestErrorsInTheUsersWords(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	id := strings.TrimSpace(h.ok("exec", "--json", "-c", "printf 'seven!\\n'")) // 8 bytes of output
+	var r struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := json.Unmarshal([]byte(id), &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args       []string
+		want, flag string // want in stderr; flag: the argument's MCP name, which must not be
+	}{
+		{[]string{"exec", "--wait-for", "(", "--", "true"}, "ptyhub exec: --wait-for is not a valid regular expression", "wait_for"},
+		{[]string{"exec", "--cwd", "no such dir", "--", "true"}, `ptyhub exec: --cwd "no such dir"`, "workdir"},
+		{[]string{"exec", "--timeout", "-5s", "--", "true"}, "ptyhub exec: --timeout must be positive", "timeout_ms"},
+		{[]string{"wait", "--timeout", "-1s", r.SessionID}, "ptyhub wait: --timeout must be 0 or more", "timeout_ms"},
+		{[]string{"read", r.SessionID, "--tail", "-2"}, "ptyhub read: --tail must be positive", "tail_lines"},
+		{[]string{"read", r.SessionID, "--from", "100", "--to", "10"}, "ptyhub read: --from 100 is after --to 10", "to 8"},
+	} {
+		_, errs, code := h.run(c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) || strings.Contains(errs, c.flag) {
+			t.Errorf("ptyhub %q: status %d, stderr %q; want status 2 and %q, without %q", c.args, code, errs, c.want, c.flag)
+		}
+	}
+
+	got := runSteps(t, h, []string{"mcp"}, []map[string]any{
+		tool("s", "exec_command", map[string]any{"cmd": "printf 'seven!\\n'"}),
+		tool("re", "exec_command", map[string]any{"cmd": "true", "wait_for": "("}),
+		tool("dir", "exec_command", map[string]any{"cmd": "true", "workdir": "no such dir"}),
+		tool("timeout", "exec_command", map[string]any{"cmd": "true", "timeout_ms": -5}),
+		tool("tail", "read_output", map[string]any{"session_id": "$s", "tail_lines": -2}),
+		tool("range", "read_output", map[string]any{"session_id": "$s", "from": 100, "to": 10}),
+	})
+	for step, want := range map[string]string{
+		"re":      "wait_for is not a valid regular expression",
+		"dir":     `workdir "no such dir"`,
+		"timeout": "timeout_ms must be positive",
+		"tail":    "tail_lines must be positive",
+		"range":   "from 100 is after to 10",
+	} {
+		if s := got[step]; !s.IsError || !strings.Contains(s.Text, want) || strings.Contains(s.Text, "--") {
+			t.Errorf("%s: %+v; want a tool error saying %q", step, s, want)
+		}
+	}
+}

@@ -51,7 +51,7 @@ func (r *Result) Text() string {
 			b.WriteString("Waiting for input\n")
 		}
 	case BecausePattern:
-		b.WriteString("Returned because the output matched wait_for\n")
+		b.WriteString("Returned because the output matched the pattern\n")
 	case BecauseCancelled:
 		if r.State == StateRunning {
 			b.WriteString("Call cancelled before its yield window ended; the process keeps running\n")

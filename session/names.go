@@ -26,19 +26,19 @@ func checkName(name string) error {
 		return nil
 	}
 	if len(name) > MaxNameLen {
-		return fmt.Errorf("%w: name is %d bytes, more than %d", ErrInvalid, len(name), MaxNameLen)
+		return argError("name", fmt.Sprintf(" is %d bytes, more than %d", len(name), MaxNameLen))
 	}
 	digits := true
 	for _, r := range name {
 		if unicode.IsSpace(r) || !unicode.IsPrint(r) || r == ':' {
-			return fmt.Errorf("%w: name %q must be printable, without spaces or ':'", ErrInvalid, name)
+			return argError("name", fmt.Sprintf(" %q must be printable, without spaces or ':'", name))
 		}
 		if r < '0' || r > '9' {
 			digits = false
 		}
 	}
 	if digits {
-		return fmt.Errorf("%w: name %q is all digits and would read as a session id", ErrInvalid, name)
+		return argError("name", fmt.Sprintf(" %q is all digits and would read as a session id", name))
 	}
 	return nil
 }

@@ -85,11 +85,11 @@ func parseUntil(until []string, pattern bool) (waitEvents, error) {
 			ev.waiting = true
 		case UntilPattern:
 			if !pattern {
-				return ev, fmt.Errorf("%w: until %q needs a wait_for pattern", ErrInvalid, u)
+				return ev, &ArgError{Arg: "until", Problem: fmt.Sprintf(" %q needs a pattern: give ", u), Other: "wait_for"}
 			}
 			ev.pattern = true
 		default:
-			return ev, fmt.Errorf("%w: until takes exit, waiting_for_input and pattern, not %q", ErrInvalid, u)
+			return ev, argError("until", fmt.Sprintf(" takes exit, waiting_for_input and pattern, not %q", u))
 		}
 	}
 	return ev, nil
@@ -101,7 +101,7 @@ func waitTimeout(ms *int64) (time.Duration, string, error) {
 		return DefaultWaitTimeoutMs * time.Millisecond, "", nil
 	}
 	if *ms < 0 {
-		return 0, "", fmt.Errorf("%w: timeout_ms must be 0 or more (got %d)", ErrInvalid, *ms)
+		return 0, "", argError("timeout_ms", fmt.Sprintf(" must be 0 or more (got %d ms)", *ms))
 	}
 	if *ms > MaxWaitTimeoutMs {
 		return MaxWaitTimeoutMs * time.Millisecond, fmt.Sprintf("timeout_ms %d clamped to the maximum %d", *ms, MaxWaitTimeoutMs), nil
@@ -472,7 +472,7 @@ func becausePhrase(because string) string {
 	case BecauseWaitingForInput:
 		return "waits for input"
 	case BecausePattern:
-		return "output matched wait_for"
+		return "output matched the pattern"
 	}
 	return because
 }

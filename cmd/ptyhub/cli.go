@@ -49,11 +49,42 @@ func fail(stderr io.Writer, cmd string, err error) int {
 	case errors.Is(err, session.ErrLimit):
 		hint = "; 'ptyhub rm ID' removes one"
 	}
-	fmt.Fprintf(stderr, "ptyhub %s: %s%s\n", cmd, oneLine(err.Error()), hint)
+	msg := err.Error()
+	var ae *session.ArgError
+	if errors.As(err, &ae) {
+		// The engine names the argument as the tools do; say the flag the user typed.
+		msg = ae.Text(flagName)
+	}
+	fmt.Fprintf(stderr, "ptyhub %s: %s%s\n", cmd, oneLine(msg), hint)
 	if errors.Is(err, session.ErrInvalid) {
 		return exitUsage
 	}
 	return exitError
+}
+
+// flagNames are the CLI's words for the request arguments whose flag is not simply the
+// argument's JSON name with dashes.
+var flagNames = map[string]string{
+	"workdir":           "--cwd",
+	"timeout_ms":        "--timeout",
+	"yield_time_ms":     "--yield",
+	"tail_lines":        "--tail",
+	"max_output_tokens": "--max-tokens",
+	"keys":              "--key",
+	"chars":             "TEXT",
+	"cmd":               "-c",
+	"argv":              "the program",
+	"session_id":        "the session ID",
+	"session_ids":       "the session IDs",
+}
+
+// flagName is the CLI's name of a request argument (by its JSON name): wait_for is
+// --wait-for, workdir --cwd.
+func flagName(arg string) string {
+	if f, ok := flagNames[arg]; ok {
+		return f
+	}
+	return "--" + strings.ReplaceAll(arg, "_", "-")
 }
 
 // printJSON prints v as one line of JSON.
