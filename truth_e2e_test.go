@@ -7,6 +7,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -206,6 +207,70 @@ func TestErrorsInTheUsersWords(t *testing.T) {
 	} {
 		if s := got[step]; !s.IsError || !strings.Contains(s.Text, want) || strings.Contains(s.Text, "--") {
 			t.Errorf("%s: %+v; want a tool error saying %q", step, s, want)
+		}
+	}
+}
+
+// TestLogsByName: `ptyhub logs NAME` works wherever `ptyhub read NAME` does: of two
+// sessions of that name it prints the newest, and after kill-server it finds the
+// newest transcript of that name on disk.
+func TestLogsByName(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	h.ok("exec", "--name", "nm", "--", "echo", "first-run")
+	h.ok("exec", "--name", "nm", "--", "echo", "second-run")
+	for _, when := range []string{"in the server", "after kill-server"} {
+		for _, cmd := range []string{"read", "logs"} {
+			out := h.ok(cmd, "nm")
+			if !strings.Contains(out, "second-run") || strings.Contains(out, "first-run") {
+				t.Errorf("%s: ptyhub %s nm printed %q; want the newest session's output", when, cmd, out)
+			}
+		}
+		if when == "in the server" {
+			h.ok("kill-server")
+		}
+	}
+}
+
+// TestHostMeansHost: with --host or $PTYHUB_HOST, status shows that host's server, and
+// kill-server refuses (it can only signal a server of this machine) instead of stopping
+// the local one; without a server, status says so in a sentence.
+func TestHostMeansHost(t *testing.T) {
+	t.Parallel()
+	s := rmStartSSHD(t)
+	h := s.hub(t)
+	if _, errs, code := h.run("status"); code != 1 || !strings.Contains(errs, "no ptyhub server is running on "+h.socket) {
+		t.Errorf("status without a server: status %d, stderr %q", code, errs)
+	}
+	h.ok("ls") // starts the local server
+	local := h.serverPID()
+	h.ok("--host", s.url, "ls") // starts the host's server
+	remote := s.remote.serverPID()
+	if local == 0 || remote == 0 || local == remote {
+		t.Fatalf("servers: local %d, host %d", local, remote)
+	}
+	for _, args := range [][]string{{"--host", s.url, "status"}, {"status", "--host", s.url}} {
+		if out := h.ok(args...); !strings.Contains(out, "server     pid "+strconv.Itoa(remote)+",") {
+			t.Errorf("ptyhub %q shows another server than the host's (pid %d):\n%s", args, remote, out)
+		}
+	}
+	if out := h.inDir(h.dir, "PTYHUB_HOST="+s.url).ok("status"); !strings.Contains(out, "server     pid "+strconv.Itoa(remote)+",") {
+		t.Errorf("PTYHUB_HOST=%s ptyhub status shows another server than the host's (pid %d):\n%s", s.url, remote, out)
+	}
+	for _, c := range []struct {
+		hub  *svHub
+		args []string
+	}{
+		{h.inDir(h.dir, "PTYHUB_HOST="+s.url), []string{"kill-server"}},
+		{h, []string{"--host", s.url, "kill-server"}},
+		{h, []string{"kill-server", "--host", s.url}},
+	} {
+		_, errs, code := c.hub.run(c.args...)
+		if code != 2 || !strings.Contains(errs, s.url) || !strings.Contains(errs, "on that host") {
+			t.Errorf("ptyhub %q: status %d, stderr %q; want a refusal naming the host", c.args, code, errs)
+		}
+		if h.serverPID() != local || s.remote.serverPID() != remote {
+			t.Fatalf("ptyhub %q stopped a server (local %d → %d, host %d → %d)", c.args, local, h.serverPID(), remote, s.remote.serverPID())
 		}
 	}
 }
