@@ -93,6 +93,27 @@ func (m *Manager) named(pool, name string) (*Session, error) {
 	return nil, fmt.Errorf("%w: %d sessions of other clients are named %q; use a session id", ErrInvalid, len(found), name)
 }
 
+// newestNamed returns the session of any pool called name — a running one before ended
+// ones, then the newest — or nil when none is (or name cannot be a name).
+func (m *Manager) newestNamed(name string) *Session {
+	name = strings.TrimSpace(name)
+	if checkName(name) != nil || name == "" {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var best *Session
+	for _, s := range m.sessions {
+		if s.name != name {
+			continue
+		}
+		if best == nil || !s.isExited() && best.isExited() || s.isExited() == best.isExited() && s.id > best.id {
+			best = s
+		}
+	}
+	return best
+}
+
 // lookup finds a session by short id, UUID, unique UUID prefix, or name (see named).
 func (c *Client) lookup(id string) (*Session, error) { return c.m.lookupIn(c.pool, id) }
 
