@@ -274,3 +274,18 @@ func TestHostMeansHost(t *testing.T) {
 		}
 	}
 }
+
+// TestRmExitedSaysAlreadyEnded: rm of sessions that ended long ago does not say they
+// ended now, and `ls --help` explains why ids jump between processes.
+func TestRmExitedSaysAlreadyEnded(t *testing.T) {
+	t.Parallel()
+	h := svNew(t)
+	h.ok("exec", "--", "true")
+	out := h.ok("rm", "--exited")
+	if !strings.Contains(out, "had already ended: exit code 0") {
+		t.Errorf("rm --exited printed %q", out)
+	}
+	if out := h.ok("ls", "--help"); !strings.Contains(out, "blocks of 64") {
+		t.Errorf("ls --help does not explain the ids:\n%s", out)
+	}
+}

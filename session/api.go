@@ -276,6 +276,8 @@ type KillResult struct {
 	SignalSent string     `json:"signal_sent,omitempty"`
 	Survivors  []Survivor `json:"survivors,omitempty"`
 	Removed    bool       `json:"removed"`
+	// AlreadyEnded: the session had ended before this call; the call did not end it.
+	AlreadyEnded bool `json:"already_ended,omitempty"`
 	Notices
 }
 

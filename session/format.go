@@ -216,6 +216,8 @@ func (k *KillResult) Text() string {
 		fmt.Fprintf(&b, "Sent %s to session %s; it ended: %s\n", k.SignalSent, k.SessionID, endedPhrase(ended))
 	case k.State == StateRunning:
 		fmt.Fprintf(&b, "Session %s is still running\n", k.SessionID)
+	case k.AlreadyEnded:
+		fmt.Fprintf(&b, "Session %s had already ended: %s\n", k.SessionID, endedPhrase(ended))
 	default:
 		fmt.Fprintf(&b, "Session %s ended: %s\n", k.SessionID, endedPhrase(ended))
 	}

@@ -581,7 +581,7 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 	}
 	s.begin()
 	defer s.end()
-	r := &KillResult{SessionID: strconv.Itoa(s.id)}
+	r := &KillResult{SessionID: strconv.Itoa(s.id), AlreadyEnded: s.isExited()}
 	if req.Signal != "" {
 		sig, err := pty.ParseSignal(req.Signal)
 		if err != nil {

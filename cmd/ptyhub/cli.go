@@ -345,6 +345,11 @@ agent: ID, NAME, PID, STATE (running, running(input) when it waits for input,
 exited(CODE), killed(SIGNAL), timed-out), AGE, QUIET (time since its last output), CPU
 and RSS of its processes, the TCP PORTS they listen on, CLIENTS (attached terminals),
 COMMAND and the last line of output.
+
+IDs are never reused for you, also across server restarts. The server and each agent's
+ptyhub mcp (which runs that agent's sessions) take ids in blocks of 64 from one counter
+in the state directory, so ids jump by about 64 between processes: 3, 4, then 67 for
+the first session of a new agent.
 `
 
 func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
