@@ -144,10 +144,12 @@ type endBody struct {
 	Exit string `json:"exit"`
 }
 
-// wireError carries an error and which session sentinel it wraps.
+// wireError carries an error, which session sentinel it wraps, and the invalid
+// argument it names, if any (an older peer ignores arg and words the message).
 type wireError struct {
-	Kind    string `json:"kind,omitempty"`
-	Message string `json:"message"`
+	Kind    string            `json:"kind,omitempty"`
+	Message string            `json:"message"`
+	Arg     *session.ArgError `json:"arg,omitempty"`
 }
 
 // kindProtocol marks a hello refused for its protocol version; the frame's body is the
@@ -166,6 +168,10 @@ var kinds = []struct {
 
 func toWire(err error) *wireError {
 	w := &wireError{Message: err.Error()}
+	var ae *session.ArgError
+	if errors.As(err, &ae) {
+		w.Arg = ae
+	}
 	for _, k := range kinds {
 		if errors.Is(err, k.err) {
 			w.Kind = k.name
@@ -176,18 +182,28 @@ func toWire(err error) *wireError {
 }
 
 // RemoteError is an error returned by the server. It wraps the session sentinel error
-// (ErrInvalid, ErrNotFound, …) the server's error wrapped, so errors.Is works as with
-// the in-process manager.
+// (ErrInvalid, ErrNotFound, …) the server's error wrapped, and the *session.ArgError it
+// carried, so errors.Is and errors.As work as with the in-process manager.
 type RemoteError struct {
 	Message string
 	kind    error
+	arg     *session.ArgError
 }
 
 func (e *RemoteError) Error() string { return e.Message }
-func (e *RemoteError) Unwrap() error { return e.kind }
+func (e *RemoteError) Unwrap() []error {
+	var errs []error
+	if e.kind != nil {
+		errs = append(errs, e.kind)
+	}
+	if e.arg != nil {
+		errs = append(errs, e.arg)
+	}
+	return errs
+}
 
 func fromWire(w *wireError) error {
-	e := &RemoteError{Message: w.Message}
+	e := &RemoteError{Message: w.Message, arg: w.Arg}
 	for _, k := range kinds {
 		if k.name == w.Kind {
 			e.kind = k.err

@@ -154,6 +154,9 @@ const (
 	BecauseDeadline        = "deadline"
 	BecauseCancelled       = "cancelled"
 	BecauseRead            = "read" // read_output: no waiting involved
+	// BecauseNoSessions: wait_sessions without ids found nothing to wait on (none of
+	// the client's sessions runs, and every exit has been reported to it).
+	BecauseNoSessions = "no_sessions"
 )
 
 // States of a session.
@@ -281,6 +284,8 @@ type KillResult struct {
 	// SurvivorsMore: see Result.SurvivorsMore.
 	SurvivorsMore int  `json:"survivors_more,omitempty"`
 	Removed       bool `json:"removed"`
+	// AlreadyEnded: the session had ended before this call; the call did not end it.
+	AlreadyEnded bool `json:"already_ended,omitempty"`
 	Notices
 }
 

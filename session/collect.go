@@ -186,6 +186,7 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 		}
 		if lm != nil && (matched || (fresh || first) && lm.matchPending(s.conv.Pending())) {
 			res.because = BecausePattern
+			s.noteMatched(o.pattern.String())
 			break
 		}
 		if eof {

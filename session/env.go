@@ -77,10 +77,10 @@ func buildEnv(base []string, dir, profile string, clearEnv bool, extra map[strin
 	for _, k := range keys {
 		v := extra[k]
 		if !envKeyRE.MatchString(k) {
-			return nil, fmt.Errorf("%w: env key %q is not a valid variable name (letters, digits and _, not starting with a digit)", ErrInvalid, k)
+			return nil, argError("env", fmt.Sprintf(": %q is not a valid variable name (letters, digits and _, not starting with a digit)", k))
 		}
 		if strings.ContainsRune(v, 0) {
-			return nil, fmt.Errorf("%w: env %s contains a NUL byte", ErrInvalid, k)
+			return nil, argError("env", fmt.Sprintf(": the value of %s contains a NUL byte", k))
 		}
 		set(k, v)
 	}
@@ -122,12 +122,12 @@ func resolveWorkdir(base, dir string) (string, error) {
 	fi, err := os.Stat(abs)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return "", fmt.Errorf("%w: workdir %s does not exist", ErrInvalid, name)
+			return "", argError("workdir", fmt.Sprintf(" %s does not exist", name))
 		}
-		return "", fmt.Errorf("%w: workdir %s: %v", ErrInvalid, name, err)
+		return "", argError("workdir", fmt.Sprintf(" %s: %v", name, err))
 	}
 	if !fi.IsDir() {
-		return "", fmt.Errorf("%w: workdir %s is not a directory", ErrInvalid, name)
+		return "", argError("workdir", fmt.Sprintf(" %s is not a directory", name))
 	}
 	return abs, nil
 }

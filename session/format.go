@@ -51,7 +51,7 @@ func (r *Result) Text() string {
 			b.WriteString("Waiting for input\n")
 		}
 	case BecausePattern:
-		b.WriteString("Returned because the output matched wait_for\n")
+		b.WriteString("Returned because the output matched the pattern\n")
 	case BecauseCancelled:
 		if r.State == StateRunning {
 			b.WriteString("Call cancelled before its yield window ended; the process keeps running\n")
@@ -222,6 +222,8 @@ func (k *KillResult) Text() string {
 		fmt.Fprintf(&b, "Sent %s to session %s; it ended: %s\n", k.SignalSent, k.SessionID, endedPhrase(ended))
 	case k.State == StateRunning:
 		fmt.Fprintf(&b, "Session %s is still running\n", k.SessionID)
+	case k.AlreadyEnded:
+		fmt.Fprintf(&b, "Session %s had already ended: %s\n", k.SessionID, endedPhrase(ended))
 	default:
 		fmt.Fprintf(&b, "Session %s ended: %s\n", k.SessionID, endedPhrase(ended))
 	}

@@ -70,7 +70,7 @@ func TestResultText(t *testing.T) {
 			name: "pattern",
 			r: Result{ChunkID: "g", WallTimeMs: 5, SessionID: "6", State: StateRunning,
 				ReturnedBecause: BecausePattern, Output: "42\n"},
-			want: "Chunk ID: g\nWall time: 0.0050 seconds\nProcess running with session ID 6\nReturned because the output matched wait_for\nOutput:\n42\n",
+			want: "Chunk ID: g\nWall time: 0.0050 seconds\nProcess running with session ID 6\nReturned because the output matched the pattern\nOutput:\n42\n",
 		},
 		{
 			name: "cancelled",

@@ -104,7 +104,7 @@ func encodeKey(k string, modes screen.Modes) ([]byte, error) {
 	if r := []rune(k); len(r) == 1 {
 		return []byte(k), nil
 	}
-	return nil, fmt.Errorf("%w: unknown key %q (use names like Enter, Tab, Escape, Up, Down, Left, Right, BSpace, F1-F12, PageUp, Home, KP0-KP9, KPEnter, C-c, M-x, or a single character)", ErrInvalid, k)
+	return nil, argError("keys", fmt.Sprintf(": unknown key %q (use names like Enter, Tab, Escape, Up, Down, Left, Right, BSpace, F1-F12, PageUp, Home, KP0-KP9, KPEnter, C-c, M-x, or a single character)", k))
 }
 
 // yieldDuration validates a yield in ms; nil means def. It returns a warning when clamped.
@@ -114,7 +114,7 @@ func yieldDuration(ms *int64, def int64) (time.Duration, string, error) {
 	}
 	v := *ms
 	if v < 0 {
-		return 0, "", fmt.Errorf("%w: yield_time_ms must be 0 or more (got %d); 0 returns what is there now", ErrInvalid, v)
+		return 0, "", argError("yield_time_ms", fmt.Sprintf(" must be 0 or more (got %d ms); 0 returns what is there now", v))
 	}
 	if v > MaxYieldMs {
 		return MaxYieldMs * time.Millisecond,

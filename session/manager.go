@@ -439,7 +439,7 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		profile = ProfileAgent
 	case ProfileAgent, ProfilePlain:
 	default:
-		return nil, nil, fmt.Errorf("%w: profile must be agent or plain, not %q", ErrInvalid, req.Profile)
+		return nil, nil, argError("profile", fmt.Sprintf(" must be agent or plain, not %q", req.Profile))
 	}
 	rows, cols := req.Rows, req.Cols
 	if rows == 0 {
@@ -449,10 +449,10 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		cols = DefaultCols
 	}
 	if rows < 1 || rows > MaxRows || cols < 1 || cols > MaxCols {
-		return nil, nil, fmt.Errorf("%w: rows and cols must be 1 to %d (got %dx%d)", ErrInvalid, MaxRows, rows, cols)
+		return nil, nil, &ArgError{Arg: "rows", Problem: " and ", Other: "cols", After: fmt.Sprintf(" must be 1 to %d (got %dx%d)", MaxRows, rows, cols)}
 	}
 	if req.TimeoutMs < 0 {
-		return nil, nil, fmt.Errorf("%w: timeout_ms must be positive (got %d)", ErrInvalid, req.TimeoutMs)
+		return nil, nil, argError("timeout_ms", fmt.Sprintf(" must be positive (got %d ms)", req.TimeoutMs))
 	}
 	if len(req.Stdin) > MaxInputBytes {
 		return nil, nil, fmt.Errorf("%w: stdin is %d bytes, more than %d; write the data to a file and pass its name", ErrInvalid, len(req.Stdin), MaxInputBytes)

@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -24,19 +26,19 @@ func checkName(name string) error {
 		return nil
 	}
 	if len(name) > MaxNameLen {
-		return fmt.Errorf("%w: name is %d bytes, more than %d", ErrInvalid, len(name), MaxNameLen)
+		return argError("name", fmt.Sprintf(" is %d bytes, more than %d", len(name), MaxNameLen))
 	}
 	digits := true
 	for _, r := range name {
 		if unicode.IsSpace(r) || !unicode.IsPrint(r) || r == ':' {
-			return fmt.Errorf("%w: name %q must be printable, without spaces or ':'", ErrInvalid, name)
+			return argError("name", fmt.Sprintf(" %q must be printable, without spaces or ':'", name))
 		}
 		if r < '0' || r > '9' {
 			digits = false
 		}
 	}
 	if digits {
-		return fmt.Errorf("%w: name %q is all digits and would read as a session id", ErrInvalid, name)
+		return argError("name", fmt.Sprintf(" %q is all digits and would read as a session id", name))
 	}
 	return nil
 }
@@ -91,6 +93,27 @@ func (m *Manager) named(pool, name string) (*Session, error) {
 	return nil, fmt.Errorf("%w: %d sessions of other clients are named %q; use a session id", ErrInvalid, len(found), name)
 }
 
+// newestNamed returns the session of any pool called name — a running one before ended
+// ones, then the newest — or nil when none is (or name cannot be a name).
+func (m *Manager) newestNamed(name string) *Session {
+	name = strings.TrimSpace(name)
+	if checkName(name) != nil || name == "" {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var best *Session
+	for _, s := range m.sessions {
+		if s.name != name {
+			continue
+		}
+		if best == nil || !s.isExited() && best.isExited() || s.isExited() == best.isExited() && s.id > best.id {
+			best = s
+		}
+	}
+	return best
+}
+
 // lookup finds a session by short id, UUID, unique UUID prefix, or name (see named).
 func (c *Client) lookup(id string) (*Session, error) { return c.m.lookupIn(c.pool, id) }
 
@@ -128,8 +151,12 @@ func (c *Client) runningNamed(name string) *Session {
 }
 
 // execExisting is Exec's answer when a session of that name already runs: that session,
-// with its new output as a poll would return it and a notice saying so.
-func (c *Client) execExisting(ctx context.Context, s *Session, req *ExecRequest, t0 time.Time) *Result {
+// with a notice saying so, collected as the Exec would have collected a new one — its
+// new output until it exits, waits for input, matches re, or the yield passes. A pattern
+// this session's output already matched in an earlier call counts at once (so "start the
+// dev server unless it runs, and wait until it is ready" holds on every call): the call
+// then returns its new output without waiting, because "pattern".
+func (c *Client) execExisting(ctx context.Context, s *Session, req *ExecRequest, t0 time.Time, yield time.Duration, re *regexp.Regexp) *Result {
 	budget, bwarn := tokenBudget(req.MaxOutputTokens)
 	warns := appendNonEmpty(nil, bwarn)
 	cmd := req.Cmd
@@ -143,9 +170,42 @@ func (c *Client) execExisting(ctx context.Context, s *Session, req *ExecRequest,
 	warns = append(warns, note)
 	s.begin()
 	defer s.end()
-	col := s.collect(ctx, collectOpts{deadline: t0, budget: budget})
+	deadline := t0.Add(yield)
+	already := re != nil && s.hasMatched(re.String())
+	if already {
+		deadline = t0
+	}
+	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re})
+	if already && col.because == BecauseDeadline {
+		col.because = BecausePattern
+		warns = append(warns, fmt.Sprintf("its output already matched %q before this call", re.String()))
+	}
 	r := c.result(s, t0, col, warns)
 	r.Existing = true
 	r.Profile = s.profile
 	return r
+}
+
+// maxMatchedPatterns bounds the patterns a session remembers having matched.
+const maxMatchedPatterns = 16
+
+// noteMatched records that the session's output matched the pattern src.
+func (s *Session) noteMatched(src string) {
+	s.matchMu.Lock()
+	defer s.matchMu.Unlock()
+	if i := slices.Index(s.matchedPatterns, src); i >= 0 {
+		s.matchedPatterns = slices.Delete(s.matchedPatterns, i, i+1)
+	}
+	if len(s.matchedPatterns) == maxMatchedPatterns {
+		s.matchedPatterns = slices.Delete(s.matchedPatterns, 0, 1)
+	}
+	s.matchedPatterns = append(s.matchedPatterns, src)
+}
+
+// hasMatched reports whether the session's output matched the pattern src in an earlier
+// collect.
+func (s *Session) hasMatched(src string) bool {
+	s.matchMu.Lock()
+	defer s.matchMu.Unlock()
+	return slices.Contains(s.matchedPatterns, src)
 }

@@ -176,13 +176,17 @@ func (m *Manager) recordDir() (string, error) {
 // TranscriptDir returns the directory of the manager's transcripts.
 func (m *Manager) TranscriptDir() (string, error) { return m.recordDir() }
 
-// TranscriptPath returns the path of the transcript of session id (a short
-// id, UUID or unique UUID prefix). The file exists unless recording is off
+// TranscriptPath returns the path of the transcript of session id (a name — of
+// the sessions called so, a running one, else the newest — short id, UUID or
+// unique UUID prefix). The file exists unless recording is off
 // (Options.NoRecord) or could not start (logged).
 func (m *Manager) TranscriptPath(id string) (string, error) {
-	s, err := m.lookup(id)
-	if err != nil {
-		return "", err
+	s := m.newestNamed(id)
+	if s == nil {
+		var err error
+		if s, err = m.lookupID(id); err != nil {
+			return "", err
+		}
 	}
 	dir, err := m.recordDir()
 	if err != nil {
@@ -205,7 +209,7 @@ func startRecorder(s *Session, rows, cols int) *recorder {
 		s.recFail = err.Error()
 		return nil
 	}
-	h := transcript.Header{Width: cols, Height: rows, Command: s.command, SessionID: s.id,
+	h := transcript.Header{Width: cols, Height: rows, Command: s.command, SessionID: s.id, Name: s.name,
 		Env: map[string]string{"TERM": "xterm-256color", "SHELL": defaultShell(os.Environ())}}
 	r := &recorder{s: s, wake: make(chan struct{}, 1), done: make(chan struct{}), ready: make(chan struct{})}
 	m.recs.add(r)

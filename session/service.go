@@ -26,7 +26,7 @@ func compilePattern(p string) (*regexp.Regexp, error) {
 	}
 	re, err := regexp.Compile(p)
 	if err != nil {
-		return nil, fmt.Errorf("%w: wait_for is not a valid regular expression (Go RE2 syntax): %v", ErrInvalid, err)
+		return nil, argError("wait_for", fmt.Sprintf(" is not a valid regular expression (Go RE2 syntax): %v", err))
 	}
 	return re, nil
 }
@@ -142,12 +142,12 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 		return nil, err
 	}
 	if s := c.runningNamed(req.Name); s != nil {
-		return c.execExisting(ctx, s, &req, t0), nil
+		return c.execExisting(ctx, s, &req, t0, yield, re), nil
 	}
 	s, warns, err := c.m.start(&req, c)
 	var taken *nameTaken
 	if errors.As(err, &taken) {
-		return c.execExisting(ctx, taken.s, &req, t0), nil
+		return c.execExisting(ctx, taken.s, &req, t0, yield, re), nil
 	}
 	if err != nil {
 		return nil, err
@@ -392,10 +392,10 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 	case "screen":
 		return c.readScreen(s, t0, budget, appendNonEmpty(nil, bwarn))
 	default:
-		return nil, fmt.Errorf("%w: view must be text, raw or screen, not %q", ErrInvalid, req.View)
+		return nil, argError("view", fmt.Sprintf(" must be text, raw or screen, not %q", req.View))
 	}
 	if req.TailLines < 0 {
-		return nil, fmt.Errorf("%w: tail_lines must be positive", ErrInvalid)
+		return nil, argError("tail_lines", fmt.Sprintf(" must be positive (got %d)", req.TailLines))
 	}
 	s.touch()
 	start, end := s.hub.Start(), s.hub.End()
@@ -406,8 +406,16 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 	if req.To != nil {
 		to = min(*req.To, end)
 	}
-	if from < 0 || to < 0 || from > to {
-		return nil, fmt.Errorf("%w: from %d and to %d must satisfy 0 <= from <= to (the output has %d bytes)", ErrInvalid, from, to, end)
+	// Checked on the offsets as given, so the error names what the caller asked for.
+	switch {
+	case from < 0:
+		return nil, argError("from", fmt.Sprintf(" must be 0 or more (got %d)", from))
+	case req.To != nil && *req.To < 0:
+		return nil, argError("to", fmt.Sprintf(" must be 0 or more (got %d)", *req.To))
+	case req.To != nil && from > *req.To:
+		return nil, &ArgError{Arg: "from", Problem: fmt.Sprintf(" %d is after ", from), Other: "to", After: fmt.Sprintf(" %d", *req.To)}
+	case from > end:
+		return nil, argError("from", fmt.Sprintf(" %d is past the end of the output (%d bytes)", from, end))
 	}
 	warns := appendNonEmpty(nil, bwarn)
 	raw := make([]byte, 0, min(to-from, int64(c.m.opts.Retain)))
@@ -590,11 +598,11 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 	}
 	s.begin()
 	defer s.end()
-	r := &KillResult{SessionID: strconv.Itoa(s.id)}
+	r := &KillResult{SessionID: strconv.Itoa(s.id), AlreadyEnded: s.isExited()}
 	if req.Signal != "" {
 		sig, err := pty.ParseSignal(req.Signal)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+			return nil, argError("signal", ": "+err.Error())
 		}
 		if s.isExited() {
 			return nil, fmt.Errorf("%w: session %d %s; no signal sent", ErrExited, s.id, s.exitText())
@@ -630,6 +638,11 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 	r.State, r.ExitCode, r.Signal, _, _ = s.exitFields()
 	if r.State == StateExited {
 		skip = s
+		s.mu.Lock()
+		if s.owner == c {
+			s.reported = true // this result tells the owner of the exit
+		}
+		s.mu.Unlock()
 	}
 	r.Notices = c.notices(skip, nil)
 	return r, nil
@@ -672,7 +685,7 @@ func (c *Client) Resize(ctx context.Context, req ResizeRequest) (*ResizeResult, 
 		return nil, err
 	}
 	if req.Rows < 1 || req.Rows > MaxRows || req.Cols < 1 || req.Cols > MaxCols {
-		return nil, fmt.Errorf("%w: rows and cols must be 1 to %d (got %dx%d)", ErrInvalid, MaxRows, req.Rows, req.Cols)
+		return nil, &ArgError{Arg: "rows", Problem: " and ", Other: "cols", After: fmt.Sprintf(" must be 1 to %d (got %dx%d)", MaxRows, req.Rows, req.Cols)}
 	}
 	if !s.tty {
 		return nil, fmt.Errorf("%w: session %d runs on pipes (tty false) and has no window size", ErrInvalid, s.id)

@@ -97,6 +97,11 @@ type Session struct {
 	// settledAnyCursor, guarded by collectMu, lets the waiting-for-input detector count
 	// output as settled with output the agent has not read (a wait's look, wait.go).
 	settledAnyCursor bool
+	// matchedPatterns, guarded by matchMu (taken alone, never with another lock), are the wait_for patterns (their source)
+	// this session's output has matched in a collect, most recent last, at most
+	// maxMatchedPatterns (names.go: an Exec naming the running session counts them).
+	matchMu         sync.Mutex
+	matchedPatterns []string
 }
 
 // lastOutputAt is when the program last printed (zero: never).

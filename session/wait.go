@@ -31,8 +31,8 @@ const (
 
 // WaitRequest is the input of wait_sessions.
 type WaitRequest struct {
-	SessionIDs      []string `json:"session_ids,omitempty" jsonschema:"sessions to wait on, by id or name (default: every session you started that is still running or has unread output)"`
-	Until           []string `json:"until,omitempty" jsonschema:"which events count: exit, waiting_for_input, pattern (default: all of them; pattern needs wait_for)"`
+	SessionIDs      []string `json:"session_ids,omitempty" jsonschema:"sessions to wait on, by id or name (default: every session you started that is still running, or that ended without a result telling you)"`
+	Until           []string `json:"until,omitempty" jsonschema:"the events that count, an array of strings from exit, waiting_for_input and pattern, e.g. [\"exit\"] (default: all of them; pattern needs wait_for)"`
 	WaitFor         string   `json:"wait_for,omitempty" jsonschema:"regular expression (Go RE2 syntax) matched per line, as grep does (^ and $ at the line's start and end; the unfinished last line counts): return when a new line of one of the sessions matches it"`
 	TimeoutMs       *int64   `json:"timeout_ms,omitempty" jsonschema:"how long to wait at most, in ms (default 30000, max 600000); 0 looks once and returns"`
 	MaxOutputTokens *int64   `json:"max_output_tokens,omitempty" jsonschema:"token budget of the returned output (default 10000)"`
@@ -85,11 +85,11 @@ func parseUntil(until []string, pattern bool) (waitEvents, error) {
 			ev.waiting = true
 		case UntilPattern:
 			if !pattern {
-				return ev, fmt.Errorf("%w: until %q needs a wait_for pattern", ErrInvalid, u)
+				return ev, &ArgError{Arg: "until", Problem: fmt.Sprintf(" %q needs a pattern: give ", u), Other: "wait_for"}
 			}
 			ev.pattern = true
 		default:
-			return ev, fmt.Errorf("%w: until takes exit, waiting_for_input and pattern, not %q", ErrInvalid, u)
+			return ev, argError("until", fmt.Sprintf(" takes exit, waiting_for_input and pattern, not %q", u))
 		}
 	}
 	return ev, nil
@@ -101,7 +101,7 @@ func waitTimeout(ms *int64) (time.Duration, string, error) {
 		return DefaultWaitTimeoutMs * time.Millisecond, "", nil
 	}
 	if *ms < 0 {
-		return 0, "", fmt.Errorf("%w: timeout_ms must be 0 or more (got %d)", ErrInvalid, *ms)
+		return 0, "", argError("timeout_ms", fmt.Sprintf(" must be 0 or more (got %d ms)", *ms))
 	}
 	if *ms > MaxWaitTimeoutMs {
 		return MaxWaitTimeoutMs * time.Millisecond, fmt.Sprintf("timeout_ms %d clamped to the maximum %d", *ms, MaxWaitTimeoutMs), nil
@@ -110,8 +110,10 @@ func waitTimeout(ms *int64) (time.Duration, string, error) {
 }
 
 // waitSet resolves the sessions of a wait: the given ids, or every session of this
-// client that still runs, or has ended without the agent having been told in a result
-// of its own, or has output the agent has not read.
+// client that still runs or has ended without the client having been told (a result of
+// its own that reported the exit — exec_command, write_stdin, wait_sessions, or the
+// kill_session that ended it — told it). Without ids and with no such session, it
+// returns an empty set.
 func (c *Client) waitSet(ids []string) ([]*Session, error) {
 	if len(ids) > 0 {
 		var out []*Session
@@ -141,12 +143,9 @@ func (c *Client) waitSet(ids []string) ([]*Session, error) {
 		s.mu.Lock()
 		reported := s.reported
 		s.mu.Unlock()
-		if !s.isExited() || !reported || s.cursorBehind() {
+		if !s.isExited() || !reported {
 			out = append(out, s)
 		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no running session of yours to wait for; name the sessions to wait on, or start one", ErrInvalid)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out, nil
@@ -181,6 +180,12 @@ func (c *Client) Wait(ctx context.Context, req WaitRequest) (*WaitResult, error)
 		return nil, err
 	}
 	warns := appendNonEmpty(nil, twarn, bwarn)
+	if len(set) == 0 {
+		r := &WaitResult{Result: Result{ReturnedBecause: BecauseNoSessions, ChunkID: chunkID()}, Others: []SessionLine{}}
+		r.Notices = c.notices(nil, warns)
+		r.WallTimeMs = float64(time.Since(t0).Microseconds()) / 1000
+		return r, nil
+	}
 	for _, s := range set {
 		s.begin()
 	}
@@ -438,7 +443,11 @@ func (r *WaitResult) Text() string {
 	var b strings.Builder
 	if r.SessionID == "" {
 		fmt.Fprintf(&b, "Wall time: %.4f seconds\n", r.WallTimeMs/1000)
-		b.WriteString("No session exited, waited for input or matched before the timeout\n")
+		if r.ReturnedBecause == BecauseNoSessions {
+			b.WriteString("Nothing to wait for: none of your sessions is running, and you have been told of every exit; start one, or give session_ids\n")
+		} else {
+			b.WriteString("No session exited, waited for input or matched before the timeout\n")
+		}
 		r.Notices.writeText(&b)
 	} else {
 		fmt.Fprintf(&b, "Session %s: %s\n", r.SessionID, becausePhrase(r.ReturnedBecause))
@@ -466,7 +475,7 @@ func becausePhrase(because string) string {
 	case BecauseWaitingForInput:
 		return "waits for input"
 	case BecausePattern:
-		return "output matched wait_for"
+		return "output matched the pattern"
 	}
 	return because
 }

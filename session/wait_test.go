@@ -212,8 +212,11 @@ func TestWaitCancel(t *testing.T) {
 func TestWaitArguments(t *testing.T) {
 	t.Parallel()
 	c := wClient(t)
+	// Nothing to wait for is an answer, not an error.
+	if r, err := c.Wait(context.Background(), session.WaitRequest{}); err != nil || r.ReturnedBecause != session.BecauseNoSessions {
+		t.Errorf("a wait with no session: %+v, %v", r, err)
+	}
 	for _, req := range []session.WaitRequest{
-		{},                                // nothing to wait for
 		{SessionIDs: []string{"999"}},     // unknown
 		{Until: []string{"pattern"}},      // needs wait_for
 		{Until: []string{"forever"}},      // unknown event

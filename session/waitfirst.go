@@ -71,6 +71,11 @@ func WaitFirst(ctx context.Context, req WaitRequest, targets []WaitTarget) (*Wai
 			}
 		case win == nil:
 			win = a.r
+		case win.SessionID == "" && win.ReturnedBecause == BecauseNoSessions && a.r.SessionID == "" && a.r.ReturnedBecause != BecauseNoSessions:
+			// A target that had sessions to wait on says more than one that had none.
+			a.r.Others = append(a.r.Others, win.Others...)
+			a.r.EndedSinceLastCall = append(a.r.EndedSinceLastCall, win.EndedSinceLastCall...)
+			win = a.r
 		case a.r.SessionID != "":
 			win.AddWarning(fmt.Sprintf("session %s also returned (%s) with this output:\n%s", a.r.SessionID, a.r.ReturnedBecause, a.r.Output))
 			win.Others = append(win.Others, a.r.Others...)

@@ -319,9 +319,28 @@ func Stat(path string) (Info, error) {
 }
 
 // Find returns the transcript in dir whose UUID is id or starts with id, or, when id is
-// a number, the newest whose short session id it is; an ambiguous prefix or no match is
-// an error.
+// a number, the newest whose short session id it is, or else the newest of a session
+// named id; an ambiguous prefix or no match is an error.
 func Find(dir, id string) (Info, error) {
+	in, err := findID(dir, id)
+	if err == nil {
+		return in, nil
+	}
+	name := strings.TrimSpace(id)
+	all, lerr := List(dir)
+	if lerr != nil {
+		return Info{}, lerr
+	}
+	for i := len(all) - 1; i >= 0; i-- { // newest first (List is oldest first)
+		if name != "" && all[i].Header.Name == name {
+			return all[i], nil
+		}
+	}
+	return Info{}, err
+}
+
+// findID is Find by UUID, UUID prefix or short id.
+func findID(dir, id string) (Info, error) {
 	id = strings.ToLower(strings.TrimSpace(id))
 	if n, err := strconv.Atoi(id); err == nil && n > 0 && id[0] != '0' { // UUIDv7 prefixes begin with 0
 		all, err := List(dir)

@@ -24,6 +24,9 @@ type Header struct {
 	// SessionID is ptyhub's short id of the session (never reused for a user), so a
 	// session can be found by it after it left the server.
 	SessionID int `json:"ptyhub_session_id,omitempty"`
+	// Name is the session's name ("" when it has none), so a session can be found by
+	// its name after it left the server.
+	Name string `json:"ptyhub_name,omitempty"`
 }
 
 // Options configure a Writer.

@@ -49,11 +49,42 @@ func fail(stderr io.Writer, cmd string, err error) int {
 	case errors.Is(err, session.ErrLimit):
 		hint = "; 'ptyhub rm ID' removes one"
 	}
-	fmt.Fprintf(stderr, "ptyhub %s: %s%s\n", cmd, oneLine(err.Error()), hint)
+	msg := err.Error()
+	var ae *session.ArgError
+	if errors.As(err, &ae) {
+		// The engine names the argument as the tools do; say the flag the user typed.
+		msg = ae.Text(flagName)
+	}
+	fmt.Fprintf(stderr, "ptyhub %s: %s%s\n", cmd, oneLine(msg), hint)
 	if errors.Is(err, session.ErrInvalid) {
 		return exitUsage
 	}
 	return exitError
+}
+
+// flagNames are the CLI's words for the request arguments whose flag is not simply the
+// argument's JSON name with dashes.
+var flagNames = map[string]string{
+	"workdir":           "--cwd",
+	"timeout_ms":        "--timeout",
+	"yield_time_ms":     "--yield",
+	"tail_lines":        "--tail",
+	"max_output_tokens": "--max-tokens",
+	"keys":              "--key",
+	"chars":             "TEXT",
+	"cmd":               "-c",
+	"argv":              "the program",
+	"session_id":        "the session ID",
+	"session_ids":       "the session IDs",
+}
+
+// flagName is the CLI's name of a request argument (by its JSON name): wait_for is
+// --wait-for, workdir --cwd.
+func flagName(arg string) string {
+	if f, ok := flagNames[arg]; ok {
+		return f
+	}
+	return "--" + strings.ReplaceAll(arg, "_", "-")
 }
 
 // printJSON prints v as one line of JSON.
@@ -314,6 +345,11 @@ agent: ID, NAME, PID, STATE (running, running(input) when it waits for input,
 exited(CODE), killed(SIGNAL), timed-out), AGE, QUIET (time since its last output), CPU
 and RSS of its processes, the TCP PORTS they listen on, CLIENTS (attached terminals),
 COMMAND and the last line of output.
+
+IDs are never reused for you, also across server restarts. The server and each agent's
+ptyhub mcp (which runs that agent's sessions) take ids in blocks of 64 from one counter
+in the state directory, so ids jump by about 64 between processes: 3, 4, then 67 for
+the first session of a new agent.
 `
 
 func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ptyhub/ptyhub/remote"
 	"github.com/ptyhub/ptyhub/server"
 	"github.com/ptyhub/ptyhub/session"
 )
@@ -71,14 +72,24 @@ one still run. An agent's sessions run in its own 'ptyhub mcp' process and go on
 
 func runKillServer(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("kill-server", killServerHelp)
-	socket := socketFlag(fs)
+	socket := serverFlags(fs)
 	if code, done := fs.parse(args, stdout, stderr); done {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return usageError(stderr, "kill-server", "takes no arguments")
 	}
-	pid, err := server.KillServer(ctx, *socket)
+	if h := socket.hostSpec(ctx); h != "" {
+		// It signals the server's process, which only this machine can do: stopping the
+		// local server instead would end sessions the user did not name.
+		how := "--host names"
+		if socket.host == "" && ctx.Value(hostKey{}) == nil {
+			how = "$" + remote.EnvHost + " names"
+		}
+		fmt.Fprintf(stderr, "ptyhub kill-server: %s %s, but kill-server stops only the server of the machine it runs on: run 'ptyhub kill-server' on that host; to stop this machine's server, leave out --host and set %s= (empty)\n", how, h, remote.EnvHost)
+		return exitUsage
+	}
+	pid, err := server.KillServer(ctx, socket.socket)
 	if err != nil {
 		return fail(stderr, "kill-server", err)
 	}

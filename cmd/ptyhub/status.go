@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"syscall"
 	"time"
 
 	"github.com/ptyhub/ptyhub/server"
@@ -16,13 +18,14 @@ Prints the health of the per-user server: its sessions by state (running, ended 
 as history), the session limit of one client, the file descriptors it has open and its
 limit (RLIMIT_NOFILE), its resident memory, its connections and uptime; then the same
 for each agent's ptyhub mcp, which runs that agent's sessions. It does not start a
-server.
+server on this machine. With --host (or $PTYHUB_HOST) it shows the server of that host
+(which 'ptyhub dial-stdio' starts there if none runs).
 `
 
 func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("status", statusHelp)
 	asJSON := fs.Bool("json", false, "print JSON")
-	socket := socketFlag(fs)
+	socket := serverFlags(fs)
 	pos, code, done := fs.parseMixed(args, stdout, stderr)
 	if done {
 		return code
@@ -30,8 +33,20 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if len(pos) != 0 {
 		return usageError(stderr, "status", "takes no arguments")
 	}
-	c, err := server.Dial(ctx, server.DialOptions{Socket: *socket, AutoStart: false, Name: "status", Warn: noteOnce})
+	o, err := socket.options(ctx, "status", false)
 	if err != nil {
+		return fail(stderr, "status", err)
+	}
+	c, err := server.Dial(ctx, o)
+	if err != nil {
+		if o.Dialer == nil && (errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)) {
+			sock := o.Socket
+			if sock == "" {
+				sock = server.SocketPath()
+			}
+			fmt.Fprintf(stderr, "ptyhub status: no ptyhub server is running on %s\n", sock)
+			return exitError
+		}
 		return fail(stderr, "status", err)
 	}
 	defer c.Close(ctx, true)

@@ -1,0 +1,73 @@
+// A scripted agent for `ptyhub mcp` with the official TypeScript MCP SDK over stdio: runs
+// steps one after the other; a step's arguments may name the session an earlier step
+// returned. Driven by truth_e2e_test.go.
+//
+// Usage: node steps.mjs /path/to/ptyhub STEPS_JSON
+// (PTYHUB_E2E_MCP_ARGS, a JSON list, replaces the arguments ["mcp"].)
+//
+// STEPS_JSON: [{"step": "a", "tool": "exec_command", "args": {...}},
+//              {"step": "k", "tool": "kill_session", "args": {"session_id": "$a"}},
+//                 // "$a": the session_id of step a's structured result
+//              {"step": "ls", "resources": true},          // resources/list
+//              {"step": "rd", "read": "ptyhub://session/$a"}]  // resources/read
+// Prints one JSON line per step: {"step", "isError", "text", "structured"} for tools,
+// {"step", "result"} for the resource calls, {"step", "error"} on failure; then
+// {"step": "closed"}.
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const [bin, stepsJSON] = process.argv.slice(2);
+if (!bin || !stepsJSON) {
+  console.error("usage: node steps.mjs /path/to/ptyhub STEPS_JSON");
+  process.exit(2);
+}
+const steps = JSON.parse(stepsJSON);
+const emit = (obj) => process.stdout.write(JSON.stringify(obj) + "\n");
+
+const transport = new StdioClientTransport({
+  command: bin,
+  args: JSON.parse(process.env.PTYHUB_E2E_MCP_ARGS ?? '["mcp"]'),
+  env: { ...process.env },
+  stderr: "inherit",
+});
+const client = new Client({ name: "ptyhub-steps-e2e", version: "1.0.0" });
+await client.connect(transport);
+
+// The session ids earlier steps returned, by step name.
+const ids = {};
+const subst = (v) => {
+  if (typeof v === "string") {
+    return v.replace(/\$([A-Za-z0-9_]+)/g, (m, name) => (name in ids ? ids[name] : m));
+  }
+  if (Array.isArray(v)) return v.map(subst);
+  if (v && typeof v === "object") {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, subst(x)]));
+  }
+  return v;
+};
+
+for (const s of steps) {
+  try {
+    if (s.tool) {
+      const res = await client.callTool({ name: s.tool, arguments: subst(s.args ?? {}) }, undefined, {
+        timeout: 120000,
+      });
+      const text = (res.content ?? [])
+        .filter((c) => c.type === "text")
+        .map((c) => c.text)
+        .join("");
+      const structured = res.structuredContent ?? null;
+      if (structured?.session_id) ids[s.step] = structured.session_id;
+      emit({ step: s.step, isError: !!res.isError, text, structured });
+    } else if (s.resources) {
+      emit({ step: s.step, result: await client.listResources() });
+    } else if (s.read) {
+      emit({ step: s.step, result: await client.readResource({ uri: subst(s.read) }) });
+    }
+  } catch (err) {
+    emit({ step: s.step, error: String(err?.message ?? err) });
+  }
+}
+await client.close();
+emit({ step: "closed" });
