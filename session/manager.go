@@ -16,6 +16,7 @@ import (
 	"github.com/ptyhub/ptyhub/broadcast"
 	"github.com/ptyhub/ptyhub/pty"
 	"github.com/ptyhub/ptyhub/reaper"
+	"github.com/ptyhub/ptyhub/shellint"
 )
 
 // Options configure a Manager. The zero value is usable.
@@ -77,6 +78,8 @@ type Manager struct {
 	starts sync.WaitGroup
 
 	recs recorders // record.go: live transcript writers; Close waits for them
+
+	shells shellint.Dir // shell.go: the shell integration's scripts, removed by Close
 
 	// releasing counts removed sessions whose resources are still being released
 	// (their transcript is finishing); tests wait on it.
@@ -227,6 +230,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	if reserved > given {
 		m.reg.returnIDs(given, reserved)
 	}
+	defer m.shells.Close()
 	if m.reaper == nil {
 		return nil
 	}
@@ -473,6 +477,10 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		argv = append([]string(nil), req.Argv...)
 		command = strings.Join(argv, " ")
 	}
+	shell, err := m.integrate(req, tty, &argv, &env)
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, a := range argv {
 		if strings.ContainsRune(a, 0) {
 			return nil, nil, fmt.Errorf("%w: the command contains a NUL byte", ErrInvalid)
@@ -500,6 +508,9 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		hub: broadcast.New(m.opts.Retain), wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), exited: make(chan struct{}), drained: make(chan struct{})}
 	s.name = req.Name
+	if shell {
+		s.sh = shellint.NewTracker(getenv(env, "PWD"))
+	}
 	m.mu.Lock()
 	if req.Name != "" {
 		// Checked again here, where sessions are added: of two concurrent starts with

@@ -1,0 +1,180 @@
+package session
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ptyhub/ptyhub/shellint"
+	"github.com/ptyhub/ptyhub/termtext"
+	"github.com/ptyhub/ptyhub/truncate"
+)
+
+// Shell integration: an interactive bash, zsh or fish started as a session reads
+// ptyhub's hooks after the user's own rc (package shellint), and its marks make each
+// command line typed into it one command: a write returns at the next prompt, with that
+// command's output only and its exit status, directory and duration.
+
+// WaitShell is Result.WaitDetection when an integrated shell's prompt mark decided that
+// it waits for input.
+const WaitShell = "shell"
+
+// ShellCommand is a command of an integrated shell, in a result.
+type ShellCommand struct {
+	// Command is the command line as the shell ran it.
+	Command string `json:"command"`
+	// ExitCode is its exit status (absent while it runs).
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Cwd is the shell's directory after the command (while it runs: when it started).
+	Cwd string `json:"cwd,omitempty"`
+	// DurationMs is how long it ran, from its start mark to its end mark.
+	DurationMs *float64 `json:"duration_ms,omitempty"`
+	// Running: the command had not ended when the call returned.
+	Running bool `json:"running,omitempty"`
+}
+
+// ShellState is an integrated shell's state, in a listing.
+type ShellState struct {
+	// Cwd is the shell's directory, as it last reported it.
+	Cwd string `json:"cwd"`
+	// Command is the command line running now (absent at the prompt), for RunningMs.
+	Command   string `json:"command,omitempty"`
+	RunningMs *int64 `json:"running_ms,omitempty"`
+	// LastCommand and LastExitCode describe the last command that ended.
+	LastCommand  string `json:"last_command,omitempty"`
+	LastExitCode *int   `json:"last_exit_code,omitempty"`
+}
+
+// integrate rewrites *argv and *env to start an interactive bash, zsh or fish with
+// shell integration, unless req turns it off or the session has no terminal. A cmd is
+// looked at as the words it is made of when it has no shell syntax. It reports whether
+// the session is integrated.
+func (m *Manager) integrate(req *ExecRequest, tty bool, argv, env *[]string) (bool, error) {
+	if !tty || req.ShellIntegration != nil && !*req.ShellIntegration {
+		return false, nil
+	}
+	words := *argv
+	if req.Cmd != "" {
+		if req.Login || strings.ContainsAny(req.Cmd, "'\"\\$`;&|<>(){}*?[]~#=\n") {
+			return false, nil
+		}
+		words = strings.Fields(req.Cmd)
+	}
+	kind, ok := shellint.Detect(words)
+	if !ok {
+		return false, nil
+	}
+	a, e, err := m.shells.Prepare(kind, words, *env)
+	if err != nil {
+		return false, err
+	}
+	*argv, *env = a, e
+	return true, nil
+}
+
+// shellYield is the yield window of a write into an integrated shell: a command line
+// typed at its prompt gets exec_command's default, since it returns when the command
+// ends, not at the first pause.
+func (s *Session) shellYield(req *WriteRequest, data []byte) *int64 {
+	if req.YieldTimeMs != nil || s.sh == nil || !s.sh.Prompting() || bytes.IndexAny(data, "\r\n") < 0 {
+		return req.YieldTimeMs
+	}
+	d := int64(DefaultExecYieldMs)
+	return &d
+}
+
+// shellResult narrows r, the result of a collect over [col.from, col.next) of an
+// integrated shell, to the commands that ended in it (or the one still running): the
+// output becomes their output only, without the echoed command line and prompts, and
+// r.Shell describes the last of them. typed is the input of the call, whose first line
+// names the command when the shell did not.
+func (s *Session) shellResult(r *Result, col collected, budget int, typed []byte) {
+	if s.sh == nil {
+		return
+	}
+	fin := s.sh.Finished(col.from, col.next)
+	var ranges [][2]int64
+	var last shellint.Command
+	switch {
+	case len(fin) > 0:
+		for _, c := range fin {
+			ranges = append(ranges, [2]int64{max(c.OutFrom, col.from), max(c.OutTo, col.from)})
+		}
+		last = fin[len(fin)-1]
+	default:
+		st := s.sh.State()
+		if st.Running == nil || st.Running.OutFrom > col.next {
+			return
+		}
+		last = *st.Running
+		ranges = [][2]int64{{max(last.OutFrom, col.from), col.next}}
+	}
+	sc := &ShellCommand{Command: last.Line, Cwd: last.Cwd, Running: !last.Done}
+	if sc.Command == "" && len(fin) <= 1 {
+		line, _, _ := bytes.Cut(typed, []byte("\n"))
+		sc.Command = strings.TrimSpace(strings.TrimRight(string(line), "\r"))
+	}
+	if last.Done {
+		code := last.ExitCode
+		d := float64(last.End.Sub(last.Start).Microseconds()) / 1000
+		sc.ExitCode, sc.DurationMs = &code, &d
+	}
+	r.Shell = sc
+	tr, missed := s.textOf(ranges, budget)
+	r.Output, r.OriginalTokenCount, r.TruncatedRange = tr.Text, nil, nil
+	if tr.Truncated {
+		n := tr.OriginalTokens
+		r.OriginalTokenCount = &n
+		r.TruncatedRange = &[2]int64{tr.CutFrom, tr.CutTo}
+	}
+	if missed > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d bytes of the command's output have left memory and are not shown", missed))
+	}
+}
+
+// textOf converts the raw output of ranges (each [from, to)) into one text within
+// budget, each range converted on its own (a command's output starts a line).
+func (s *Session) textOf(ranges [][2]int64, budget int) (truncate.Result, int64) {
+	coll := truncate.NewCollector(budget)
+	coll.CountedElsewhere()
+	var cnt tokenCounter
+	var missed int64
+	for _, rg := range ranges {
+		raw, m := s.readRaw(rg[0], rg[1])
+		missed += m
+		cnt.write(raw)
+		base := rg[0] + m
+		var conv termtext.Converter
+		lineFrom := base
+		convertLines(&conv, coll, nil, raw, base, &lineFrom)
+		if rest := conv.Close(nil); len(rest) > 0 {
+			coll.Write(rest, lineFrom, base+int64(len(raw)))
+		}
+	}
+	tr := coll.Result()
+	if tr.Truncated {
+		tr.SetOriginal(max(cnt.tokens(), 1))
+	}
+	return tr, missed
+}
+
+// shellInfo is the listing's shell state of s (nil when s is not an integrated shell).
+func (s *Session) shellInfo(now time.Time) *ShellState {
+	if s.sh == nil {
+		return nil
+	}
+	st := s.sh.State()
+	out := &ShellState{Cwd: st.Cwd}
+	if st.Running != nil && !s.isExited() {
+		out.Command = st.Running.Line
+		ms := now.Sub(st.Running.Start).Milliseconds()
+		out.RunningMs = &ms
+	}
+	if st.Last != nil {
+		out.LastCommand = st.Last.Line
+		code := st.Last.ExitCode
+		out.LastExitCode = &code
+	}
+	return out
+}
