@@ -74,10 +74,16 @@ func (m *Manager) integrate(req *ExecRequest, tty bool, argv, env *[]string) (bo
 }
 
 // shellYield is the yield window of a write into an integrated shell: a command line
-// typed at its prompt gets exec_command's default, since it returns when the command
-// ends, not at the first pause.
+// typed at its prompt, or a signal key (^C, ^\, ^Z) typed while a command runs, gets
+// exec_command's default, since it returns when the command ends, not at the first
+// pause.
 func (s *Session) shellYield(req *WriteRequest, data []byte) *int64 {
-	if req.YieldTimeMs != nil || s.sh == nil || !s.sh.Prompting() || bytes.IndexAny(data, "\r\n") < 0 {
+	if req.YieldTimeMs != nil || s.sh == nil || len(data) == 0 {
+		return req.YieldTimeMs
+	}
+	line := s.sh.Prompting() && bytes.IndexAny(data, "\r\n") >= 0
+	signal := !s.sh.Prompting() && len(bytes.Trim(data, "\x03\x1c\x1a")) == 0
+	if !line && !signal {
 		return req.YieldTimeMs
 	}
 	d := int64(DefaultExecYieldMs)

@@ -36,7 +36,7 @@ func shellSession(t *testing.T, shell string, files map[string]string) (*session
 	t.Cleanup(func() { m.Close(context.Background()) })
 	c := m.NewClient("test")
 	r, err := c.Exec(context.Background(), session.ExecRequest{Cmd: shell, Workdir: home,
-		Env: map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"), "HISTFILE": filepath.Join(home, ".hist")},
+		Env:         map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"), "HISTFILE": filepath.Join(home, ".hist")},
 		YieldTimeMs: wMs(20000)})
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +123,115 @@ func TestShellCommands(t *testing.T) {
 			if strings.Contains(l.Sessions[0].LastLine, "133;") {
 				t.Fatalf("a mark in the last line: %q", l.Sessions[0].LastLine)
 			}
+		})
+	}
+}
+
+// TestShellInteractive: Ctrl-C ends a command with 130; a multi-line command, a heredoc
+// and a REPL run from the shell are each one command; output that looks like a prompt
+// is the command's output all the same.
+func TestShellInteractive(t *testing.T) {
+	testtool.Need(t, "python3")
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		t.Run(sh, func(t *testing.T) {
+			c, id, _ := shellSession(t, sh, nil)
+			// A command that waits: the write returns at the yield, the command running.
+			r, err := c.Write(context.Background(), session.WriteRequest{SessionID: id, Chars: "sleep 100\n", YieldTimeMs: wMs(300)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Shell == nil || !r.Shell.Running || r.Shell.Command != "sleep 100" || r.ReturnedBecause != session.BecauseDeadline {
+				t.Fatalf("sleep: %s, shell %+v", r.ReturnedBecause, r.Shell)
+			}
+			r = run(t, c, id, "\x03")
+			ended(t, r, "^C", 130)
+			if r.Shell.Command != "sleep 100" {
+				t.Fatalf("^C ended %q", r.Shell.Command)
+			}
+			multi := "for i in 1 2 3\ndo\necho line $i\ndone\n"
+			if sh == "fish" {
+				multi = "for i in 1 2 3\necho line $i\nend\n"
+			}
+			r = run(t, c, id, multi)
+			ended(t, r, "for", 0)
+			if r.Output != "line 1\nline 2\nline 3\n" {
+				t.Fatalf("multi-line: output %q", r.Output)
+			}
+			if sh != "fish" {
+				r = run(t, c, id, "cat <<'EOF'\n$ not a prompt\nuser@host:~$ ls\nEOF\n")
+				ended(t, r, "heredoc", 0)
+				if r.Output != "$ not a prompt\nuser@host:~$ ls\n" {
+					t.Fatalf("heredoc: output %q", r.Output)
+				}
+			}
+			r = run(t, c, id, "printf '%s\\n' 'root@vm:~# ' '> ' '$ ' 'ok'\n")
+			ended(t, r, "printf", 0)
+			if r.Output != "root@vm:~# \n> \n$ \nok\n" {
+				t.Fatalf("prompt-like output: %q", r.Output)
+			}
+			// A REPL: the command waits for input inside python, then returns to the shell.
+			r = run(t, c, id, "python3 -q\n")
+			if r.ReturnedBecause != session.BecauseWaitingForInput || r.WaitDetection == session.WaitShell || r.Shell == nil || !r.Shell.Running {
+				t.Fatalf("python3: %s (%s), shell %+v, output %q", r.ReturnedBecause, r.WaitDetection, r.Shell, r.Output)
+			}
+			r = run(t, c, id, "print(6*7)\n")
+			if !strings.Contains(r.Output, "42") || r.ReturnedBecause != session.BecauseWaitingForInput {
+				t.Fatalf("python3 print: %s, output %q", r.ReturnedBecause, r.Output)
+			}
+			// Input for the REPL is typed into a running program: the default yield is
+			// write_stdin's short one, so this call asks for a longer one.
+			r, err = c.Write(context.Background(), session.WriteRequest{SessionID: id, Chars: "import sys; sys.exit(5)\n", YieldTimeMs: wMs(10000)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ended(t, r, "python3", 5)
+			if r.Shell.Command != "python3 -q" {
+				t.Fatalf("REPL's command %q", r.Shell.Command)
+			}
+		})
+	}
+}
+
+// TestShellUserRC: the user's own rc still runs with its prompt hooks (PROMPT_COMMAND,
+// precmd, fish_prompt) seeing the last status, aliases work, and set -e and set -u in
+// the rc do not break the hooks.
+func TestShellUserRC(t *testing.T) {
+	rcs := map[string]map[string]string{
+		"bash": {".bashrc": "set -eu\nalias hi='echo alias-ran'\nPROMPT_COMMAND='echo \"user-pc $?\" >> ~/pc.log'\nPS1='mine> '\n"},
+		"zsh":  {".zshrc": "set -eu\nalias hi='echo alias-ran'\nprecmd() { echo \"user-pc $?\" >> ~/pc.log }\nPS1='mine> '\n"},
+		"fish": {".config/fish/config.fish": "alias hi 'echo alias-ran'\nfunction fish_prompt\n    echo \"user-pc $status\" >> ~/pc.log\n    printf 'mine> '\nend\n"},
+	}
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		t.Run(sh, func(t *testing.T) {
+			c, id, home := shellSession(t, sh, rcs[sh])
+			r := run(t, c, id, "hi\n")
+			ended(t, r, "hi", 0)
+			if r.Output != "alias-ran\n" {
+				t.Fatalf("alias: output %q", r.Output)
+			}
+			r = run(t, c, id, "sh -c 'exit 4' || true\n")
+			ended(t, r, "status", 0)
+			r = run(t, c, id, "cat ~/pc.log\n")
+			ended(t, r, "cat", 0)
+			if want := "user-pc 0\nuser-pc 0\nuser-pc 0\n"; r.Output != want {
+				t.Fatalf("the user's prompt hook: %q, want %q", r.Output, want)
+			}
+			r = run(t, c, id, "sh -c 'exit 4'; echo ran\n")
+			if sh == "bash" || sh == "zsh" {
+				// set -e: the failing command ends the shell, as it would without ptyhub.
+				if r.State != session.StateExited {
+					t.Fatalf("set -e: the shell is %s after a failing command, output %q", r.State, r.Output)
+				}
+				return
+			}
+			ended(t, r, "sh", 0)
+			r = run(t, c, id, "sh -c 'exit 4'\n")
+			ended(t, r, "sh", 4)
+			r = run(t, c, id, "tail -n 1 ~/pc.log\n")
+			if r.Output != "user-pc 4\n" {
+				t.Fatalf("the user's prompt did not see the status: %q", r.Output)
+			}
+			_ = home
 		})
 	}
 }
