@@ -34,6 +34,14 @@ type ShellCommand struct {
 	Running bool `json:"running,omitempty"`
 }
 
+// text is the line of a result's text body that tells of the command.
+func (c *ShellCommand) text() string {
+	if c.ExitCode == nil {
+		return fmt.Sprintf("Shell command still running: %s", c.Command)
+	}
+	return fmt.Sprintf("Shell command exited with code %d after %.3f seconds: %s (directory now %s)", *c.ExitCode, *c.DurationMs/1000, c.Command, c.Cwd)
+}
+
 // ShellState is an integrated shell's state, in a listing.
 type ShellState struct {
 	// Cwd is the shell's directory, as it last reported it.
@@ -163,6 +171,33 @@ func (s *Session) textOf(ranges [][2]int64, budget int) (truncate.Result, int64)
 		tr.SetOriginal(max(cnt.tokens(), 1))
 	}
 	return tr, missed
+}
+
+// cwdText is the CWD column of a listing: an integrated shell's directory, shortened
+// to its last 30 characters; "-" for other sessions.
+func (s Info) cwdText() string {
+	if s.Shell == nil || s.Shell.Cwd == "" {
+		return "-"
+	}
+	if r := []rune(s.Shell.Cwd); len(r) > 30 {
+		return "…" + string(r[len(r)-29:])
+	}
+	return s.Shell.Cwd
+}
+
+// commandText is the COMMAND column of a listing: the session's command, and for an
+// integrated shell the command line running in it ("bash: make test") or the last one
+// and its exit code ("bash (last: make test → 2)").
+func (s Info) commandText() string {
+	switch sh := s.Shell; {
+	case sh == nil || s.State != StateRunning:
+		return s.Command
+	case sh.Command != "" || sh.RunningMs != nil:
+		return s.Command + ": " + sh.Command
+	case sh.LastExitCode != nil:
+		return fmt.Sprintf("%s (last: %s → %d)", s.Command, sh.LastCommand, *sh.LastExitCode)
+	}
+	return s.Command
 }
 
 // shellInfo is the listing's shell state of s (nil when s is not an integrated shell).
