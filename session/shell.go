@@ -107,23 +107,23 @@ func (s *Session) shellResult(r *Result, col collected, budget int, typed []byte
 	if s.sh == nil {
 		return
 	}
-	fin := s.sh.Finished(col.from, col.next)
-	var ranges [][2]int64
-	var last shellint.Command
-	switch {
-	case len(fin) > 0:
-		for _, c := range fin {
-			ranges = append(ranges, [2]int64{max(c.OutFrom, col.from), max(c.OutTo, col.from)})
-		}
-		last = fin[len(fin)-1]
-	default:
-		st := s.sh.State()
-		if st.Running == nil || st.Running.OutFrom > col.next {
-			return
-		}
-		last = *st.Running
-		ranges = [][2]int64{{max(last.OutFrom, col.from), col.next}}
+	cmds := s.sh.Finished(col.from, col.next)
+	if run := s.sh.State().Running; run != nil && run.OutFrom <= col.next {
+		cmds = append(cmds, *run)
 	}
+	if len(cmds) == 0 {
+		return
+	}
+	var ranges [][2]int64
+	for _, c := range cmds {
+		to := col.next
+		if c.Done {
+			to = c.OutTo
+		}
+		ranges = append(ranges, [2]int64{max(c.OutFrom, col.from), max(to, col.from)})
+	}
+	last := cmds[len(cmds)-1]
+	fin := cmds
 	sc := &ShellCommand{Command: last.Line, Cwd: last.Cwd, Running: !last.Done}
 	if sc.Command == "" && len(fin) <= 1 {
 		line, _, _ := bytes.Cut(typed, []byte("\n"))
