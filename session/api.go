@@ -200,11 +200,12 @@ type Result struct {
 	// (blocked in read(2) on the terminal), "tty_poll" (blocked in select/poll/epoll whose
 	// only outside input is the terminal) or "quiet" (the kernel could not tell: the
 	// terminal is waited on together with sockets, or /proc was unreadable; fired after
-	// output was quiet for a while). Set only with returned_because "waiting_for_input".
+	// output was quiet for a while) or "shell" (an integrated shell's prompt mark: exact
+	// on every platform). Set only with returned_because "waiting_for_input".
 	WaitDetection string `json:"wait_detection,omitempty"`
 	// Shell describes the command of an integrated shell this call saw end (or still
 	// running when it returned); Output is then that command's output only (shell.go).
-	Shell *ShellCommand `json:"shell,omitempty"`
+	Shell *ShellCommand `json:"shell,omitempty" jsonschema:"set when the session is a bash, zsh or fish with shell integration and a command line ran in this call: the output is then that command's output only (no echoed command line, no prompt)"`
 	// Screen is set for view "screen" (a later issue).
 	Screen *Screen `json:"screen,omitempty"`
 	// Name is the session's name, if it was started with one.
@@ -258,7 +259,7 @@ type Info struct {
 	// WaitingForInput: the program in the foreground waits for terminal input.
 	WaitingForInput bool `json:"waiting_for_input,omitempty"`
 	// Shell is an integrated shell's state (shell.go).
-	Shell *ShellState `json:"shell,omitempty"`
+	Shell *ShellState `json:"shell,omitempty" jsonschema:"the state of a bash, zsh or fish with shell integration"`
 	// Completion is set once the session has exited (completion.go); its output_bytes
 	// is OutputSize.
 	*Completion

@@ -23,15 +23,15 @@ const WaitShell = "shell"
 // ShellCommand is a command of an integrated shell, in a result.
 type ShellCommand struct {
 	// Command is the command line as the shell ran it.
-	Command string `json:"command"`
+	Command string `json:"command" jsonschema:"the command line as the shell ran it"`
 	// ExitCode is its exit status (absent while it runs).
-	ExitCode *int `json:"exit_code,omitempty"`
+	ExitCode *int `json:"exit_code,omitempty" jsonschema:"the command's exit status as the shell reported it ($?); absent while it runs"`
 	// Cwd is the shell's directory after the command (while it runs: when it started).
-	Cwd string `json:"cwd,omitempty"`
+	Cwd string `json:"cwd,omitempty" jsonschema:"the shell's working directory after the command"`
 	// DurationMs is how long it ran, from its start mark to its end mark.
-	DurationMs *float64 `json:"duration_ms,omitempty"`
+	DurationMs *float64 `json:"duration_ms,omitempty" jsonschema:"how long the command ran, in ms"`
 	// Running: the command had not ended when the call returned.
-	Running bool `json:"running,omitempty"`
+	Running bool `json:"running,omitempty" jsonschema:"the command was still running when the call returned: poll with write_stdin to get the rest and its exit code"`
 }
 
 // text is the line of a result's text body that tells of the command.
@@ -45,13 +45,13 @@ func (c *ShellCommand) text() string {
 // ShellState is an integrated shell's state, in a listing.
 type ShellState struct {
 	// Cwd is the shell's directory, as it last reported it.
-	Cwd string `json:"cwd"`
+	Cwd string `json:"cwd" jsonschema:"the shell's working directory"`
 	// Command is the command line running now (absent at the prompt), for RunningMs.
-	Command   string `json:"command,omitempty"`
-	RunningMs *int64 `json:"running_ms,omitempty"`
+	Command   string `json:"command,omitempty" jsonschema:"the command line running now; absent at the prompt"`
+	RunningMs *int64 `json:"running_ms,omitempty" jsonschema:"how long the command running now has run, in ms"`
 	// LastCommand and LastExitCode describe the last command that ended.
-	LastCommand  string `json:"last_command,omitempty"`
-	LastExitCode *int   `json:"last_exit_code,omitempty"`
+	LastCommand  string `json:"last_command,omitempty" jsonschema:"the last command line that ended"`
+	LastExitCode *int   `json:"last_exit_code,omitempty" jsonschema:"the exit status of last_command"`
 }
 
 // integrate rewrites *argv and *env to start an interactive bash, zsh or fish with
@@ -89,7 +89,7 @@ func (s *Session) shellYield(req *WriteRequest, data []byte) *int64 {
 	if req.YieldTimeMs != nil || s.sh == nil || len(data) == 0 {
 		return req.YieldTimeMs
 	}
-	line := s.sh.Prompting() && bytes.IndexAny(data, "\r\n") >= 0
+	line := s.sh.Prompting() && bytes.ContainsAny(data, "\r\n")
 	signal := !s.sh.Prompting() && len(bytes.Trim(data, "\x03\x1c\x1a")) == 0
 	if !line && !signal {
 		return req.YieldTimeMs
