@@ -262,3 +262,28 @@ func TestShellUserRC(t *testing.T) {
 		})
 	}
 }
+
+// TestShellUserHooks: a zsh whose .zshenv moves ZDOTDIR reads its .zshrc from there,
+// with its add-zsh-hook precmd seeing the status and ZDOTDIR left as the user set it;
+// a bash whose PROMPT_COMMAND is an array keeps every element, each seeing the status.
+func TestShellUserHooks(t *testing.T) {
+	t.Run("zsh", func(t *testing.T) {
+		c, id, home := shellSession(t, "zsh", map[string]string{
+			".zshenv":   "export ZDOTDIR=$HOME/zd\n",
+			"zd/.zshrc": "autoload -Uz add-zsh-hook\nmine() { echo \"hook $?\" >> ~/h.log }\nadd-zsh-hook precmd mine\nalias zz='echo zz-alias'\n"})
+		ended(t, run(t, c, id, "sh -c 'exit 6'\n"), "exit 6", 6)
+		r := run(t, c, id, "zz; cat ~/h.log; echo $ZDOTDIR; env | grep -c PTYHUB_ZDOTDIR\n")
+		if want := "zz-alias\nhook 0\nhook 6\n" + home + "/zd\n0\n"; r.Output != want {
+			t.Fatalf("output %q, want %q", r.Output, want)
+		}
+	})
+	t.Run("bash", func(t *testing.T) {
+		c, id, _ := shellSession(t, "bash", map[string]string{
+			".bashrc": "PROMPT_COMMAND=('echo \"pc1 $?\" >> ~/h.log' 'echo pc2 >> ~/h.log')\n"})
+		ended(t, run(t, c, id, "sh -c 'exit 6'\n"), "exit 6", 6)
+		r := run(t, c, id, "cat ~/h.log; env | grep -c ZDOTDIR\n")
+		if want := "pc1 0\npc2\npc1 6\npc2\n0\n"; r.Output != want {
+			t.Fatalf("output %q, want %q", r.Output, want)
+		}
+	})
+}

@@ -2,7 +2,6 @@
 # configuration: hooks that report each prompt, command line, exit status (OSC 133
 # A/B/C/D) and the working directory (OSC 7). The user's fish_prompt still draws the
 # prompt, with the status of the last command.
-set -e PTYHUB_SHELL_INTEGRATION
 if not set -q __ptyhub_installed
     set -g __ptyhub_installed 1
 
