@@ -39,6 +39,9 @@ type collectOpts struct {
 	// ends at an offset from shellFrom on (0 or -1: from the cursor where the collect began),
 	// as waiting for input decided by the shell (shell.go).
 	shellFrom int64
+	// shellKernel: the prompt mark alone does not end the collect; the general
+	// waiting-for-input detection must agree (more typed lines may still be unread).
+	shellKernel bool
 	// from, when set, makes the collect read from that offset with a read position of
 	// its own (a write by someone other than the session's owner, Client.Write): the
 	// owner's position, converter and line state are left as they were.
@@ -204,7 +207,7 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 		if fresh {
 			news = true
 		}
-		if s.sh != nil && !eof && !s.isExited() && s.sh.AtPrompt(o.shellFrom, s.cursor) {
+		if s.sh != nil && !eof && !s.isExited() && !o.shellKernel && s.sh.AtPrompt(o.shellFrom, s.cursor) {
 			res.because, res.waitMethod = BecauseWaitingForInput, WaitShell
 			break
 		}

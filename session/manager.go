@@ -508,8 +508,8 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		hub: broadcast.New(m.opts.Retain), wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), exited: make(chan struct{}), drained: make(chan struct{})}
 	s.name = req.Name
-	if shell {
-		s.sh = shellint.NewTracker(getenv(env, "PWD"))
+	if shell != "" {
+		s.sh = shellint.NewTracker(shell, getenv(env, "PWD"))
 	}
 	m.mu.Lock()
 	if req.Name != "" {

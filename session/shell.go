@@ -56,29 +56,43 @@ type ShellState struct {
 
 // integrate rewrites *argv and *env to start an interactive bash, zsh or fish with
 // shell integration, unless req turns it off or the session has no terminal. A cmd is
-// looked at as the words it is made of when it has no shell syntax. It reports whether
-// the session is integrated.
-func (m *Manager) integrate(req *ExecRequest, tty bool, argv, env *[]string) (bool, error) {
+// looked at as the words it is made of when it has no shell syntax. It returns the kind
+// of the integrated shell ("" when the session is not integrated).
+func (m *Manager) integrate(req *ExecRequest, tty bool, argv, env *[]string) (shellint.Kind, error) {
 	if !tty || req.ShellIntegration != nil && !*req.ShellIntegration {
-		return false, nil
+		return "", nil
 	}
 	words := *argv
 	if req.Cmd != "" {
 		if req.Login || strings.ContainsAny(req.Cmd, "'\"\\$`;&|<>(){}*?[]~#=\n") {
-			return false, nil
+			return "", nil
 		}
 		words = strings.Fields(req.Cmd)
 	}
 	kind, ok := shellint.Detect(words)
 	if !ok {
-		return false, nil
+		return "", nil
 	}
 	a, e, err := m.shells.Prepare(kind, words, *env)
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	*argv, *env = a, e
-	return true, nil
+	return kind, nil
+}
+
+// shellKernel reports whether a write of data into an integrated shell must wait for
+// the general waiting-for-input detection rather than end at the first prompt mark:
+// when data holds several lines, the shell may have more of them to read after the
+// first prompt. bash (readline) and zsh (zle) leave unread input in the terminal, where
+// the detection sees it; fish reads all of it at once, so the terminal cannot tell, and
+// its first prompt ends the call.
+func (s *Session) shellKernel(data []byte) bool {
+	if s.sh == nil || s.sh.Kind() == shellint.Fish {
+		return false
+	}
+	i := bytes.IndexAny(data, "\r\n")
+	return i >= 0 && bytes.ContainsAny(data[i+1:], "\r\n")
 }
 
 // shellYield is the yield window of a write into an integrated shell: a command line

@@ -110,6 +110,16 @@ func TestShellCommands(t *testing.T) {
 			if r.Output != "bar\n"+sub+"\n" {
 				t.Fatalf("output %q", r.Output)
 			}
+			if sh != "fish" {
+				// Two command lines in one write: the call returns after the second,
+				// with the output of both. (fish reads all typed input at once, so
+				// the terminal cannot tell that more is to come.)
+				r = run(t, c, id, "echo one\necho two\n")
+				ended(t, r, "echo two", 0)
+				if r.Output != "one\ntwo\n" || r.Shell.Command != "echo two" {
+					t.Fatalf("two lines: output %q, shell %+v", r.Output, r.Shell)
+				}
+			}
 			r = run(t, c, id, "printf 'no newline'\n")
 			ended(t, r, "printf", 0)
 			if r.Output != "no newline" {
@@ -153,7 +163,7 @@ func TestShellInteractive(t *testing.T) {
 		t.Run(sh, func(t *testing.T) {
 			c, id, _ := shellSession(t, sh, nil)
 			// A command that waits: the write returns at the yield, the command running.
-			r, err := c.Write(context.Background(), session.WriteRequest{SessionID: id, Chars: "sleep 100\n", YieldTimeMs: wMs(300)})
+			r, err := c.Write(context.Background(), session.WriteRequest{SessionID: id, Chars: "sleep 100\n", YieldTimeMs: wMs(3000)})
 			if err != nil {
 				t.Fatal(err)
 			}

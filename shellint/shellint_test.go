@@ -72,7 +72,7 @@ const stream = "\x1b]7;file://host/home/u\a\x1b]133;D;0\a\x1b]133;A\a$ \x1b]133;
 func TestTrackerSplit(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	for size := 1; size <= len(stream); size++ {
-		tr := NewTracker("/start")
+		tr := NewTracker(Bash, "/start")
 		for off := 0; off < len(stream); off += size {
 			end := min(off+size, len(stream))
 			tr.Feed([]byte(stream[off:end]), int64(off), t0.Add(time.Duration(off)*time.Millisecond))
@@ -103,7 +103,7 @@ func TestTrackerSplit(t *testing.T) {
 
 // TestTrackerPrompt: AtPrompt counts only a prompt that ended after from and by upto.
 func TestTrackerPrompt(t *testing.T) {
-	tr := NewTracker("/")
+	tr := NewTracker(Bash, "/")
 	p := "\x1b]133;A\a$ \x1b]133;B\a"
 	tr.Feed([]byte(p), 0, time.Now())
 	end := int64(len(p))

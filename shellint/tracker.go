@@ -36,6 +36,8 @@ type Command struct {
 // final once that offset has been fed. Safe for concurrent use (one mutex, held briefly;
 // it calls nothing outside the package).
 type Tracker struct {
+	kind Kind // immutable
+
 	mu sync.Mutex
 	p  oscParser
 
@@ -46,10 +48,13 @@ type Tracker struct {
 	done      []Command // the last keepDone finished commands, oldest first
 }
 
-// NewTracker returns a tracker of a shell started in dir.
-func NewTracker(dir string) *Tracker {
-	return &Tracker{cwd: dir, promptEnd: -1}
+// NewTracker returns a tracker of a shell of kind k started in dir.
+func NewTracker(k Kind, dir string) *Tracker {
+	return &Tracker{kind: k, cwd: dir, promptEnd: -1}
 }
+
+// Kind returns the shell's kind.
+func (t *Tracker) Kind() Kind { return t.kind }
 
 // Feed parses p, the output at offsets [off, off+len(p)), read at now.
 func (t *Tracker) Feed(p []byte, off int64, now time.Time) {
