@@ -164,11 +164,17 @@ type svTerm struct {
 // the test reads the terminal (false: a stalled terminal nobody reads).
 func (h *svHub) attach(rows, cols int, read bool, args ...string) *svTerm {
 	h.t.Helper()
+	return h.terminal(rows, cols, read, append([]string{"attach"}, args...)...)
+}
+
+// terminal opens a rows×cols terminal running `ptyhub args…` (see attach).
+func (h *svHub) terminal(rows, cols int, read bool, args ...string) *svTerm {
+	h.t.Helper()
 	master, slave, err := pty.Open(rows, cols)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	cmd := osexec.Command(h.bin, append([]string{"attach"}, args...)...)
+	cmd := osexec.Command(h.bin, args...)
 	cmd.Env = append(h.env, "PWD="+h.dir)
 	cmd.Dir = h.dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave

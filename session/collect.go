@@ -35,6 +35,13 @@ type collectOpts struct {
 	// needNews: waiting for input counts only once output arrived in this call (an empty
 	// poll waits for news; a program that already waited when the call began is no news).
 	needNews bool
+	// shellFrom: with an integrated shell, the collect returns once the shell's prompt
+	// ends at an offset from shellFrom on (0 or -1: from the cursor where the collect began),
+	// as waiting for input decided by the shell (shell.go).
+	shellFrom int64
+	// shellKernel: the prompt mark alone does not end the collect; the general
+	// waiting-for-input detection must agree (more typed lines may still be unread).
+	shellKernel bool
 	// from, when set, makes the collect read from that offset with a read position of
 	// its own (a write by someone other than the session's owner, Client.Write): the
 	// owner's position, converter and line state are left as they were.
@@ -83,6 +90,9 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	matched := false
 	looked := false // the pattern has been tried on what was there when the call began
 	res := collected{from: s.cursor, foreign: o.from != nil}
+	if o.shellFrom <= 0 {
+		o.shellFrom = s.cursor
+	}
 	// A flood (the result is already being cut and no pattern needs the text): only the
 	// last rawKeep bytes can still reach the tail, so they are kept raw and converted at
 	// the end; what passes before them is accounted for raw (truncate.SkipRaw).
@@ -198,6 +208,10 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 		if fresh {
 			news = true
 		}
+		if s.sh != nil && !eof && !s.isExited() && !o.shellKernel && s.sh.AtPrompt(o.shellFrom, s.cursor) {
+			res.because, res.waitMethod = BecauseWaitingForInput, WaitShell
+			break
+		}
 		if detect && !eof && !s.isExited() && (news || !o.needNews) {
 			now := time.Now()
 			if fresh && rawTail != nil {
@@ -217,6 +231,9 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 			}) {
 				res.because = BecauseWaitingForInput
 				res.waitMethod = method
+				if s.sh != nil && s.sh.Prompting() {
+					res.waitMethod = WaitShell
+				}
 				break
 			}
 		}

@@ -35,6 +35,10 @@ func (r *Result) Text() string {
 	fmt.Fprintf(&b, "Wall time: %.4f seconds\n", r.WallTimeMs/1000)
 	b.WriteString(r.processLine())
 	b.WriteByte('\n')
+	if r.Shell != nil {
+		b.WriteString(r.Shell.text())
+		b.WriteByte('\n')
+	}
 	if r.OriginalTokenCount != nil {
 		fmt.Fprintf(&b, "Original token count: %d\n", *r.OriginalTokenCount)
 	}
@@ -47,6 +51,8 @@ func (r *Result) Text() string {
 	case BecauseWaitingForInput:
 		if r.PasswordPrompt {
 			b.WriteString("Waiting for input (password prompt)\n")
+		} else if r.WaitDetection == WaitShell {
+			b.WriteString("Waiting for input at the shell's prompt\n")
 		} else {
 			b.WriteString("Waiting for input\n")
 		}
@@ -169,12 +175,12 @@ func (l *ListResult) Text() string {
 		b.WriteString("No sessions.\n")
 	} else {
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tPID\tSTATE\tAGE\tQUIET\tCPU\tRSS\tPORTS\tCLIENTS\tCOMMAND\tLAST-LINE")
+		fmt.Fprintln(tw, "ID\tNAME\tPID\tSTATE\tAGE\tQUIET\tCPU\tRSS\tPORTS\tCLIENTS\tCWD\tCOMMAND\tLAST-LINE")
 		for _, s := range l.Sessions {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n",
 				s.SessionID, dash(oneLine(s.Name, 20)), s.PID, s.stateText(), Age(time.Duration(s.AgeMs)*time.Millisecond),
 				s.quietText(), s.cpuText(), s.rssText(), s.portsText(),
-				s.Clients, oneLine(s.Command, 40), oneLine(s.LastLine, 60))
+				s.Clients, s.cwdText(), oneLine(s.commandText(), 40), oneLine(s.LastLine, 60))
 		}
 		tw.Flush()
 	}

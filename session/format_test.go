@@ -138,7 +138,10 @@ func TestListResultText(t *testing.T) {
 			name: "table",
 			l: ListResult{Sessions: []Info{
 				{SessionID: "1", Name: "dev", PID: 100, State: StateRunning, AgeMs: 65_000, Clients: 1, Command: "bash", LastLine: "$ ",
-					WaitingForInput: true, LastOutputAgoMs: intp64(3_000), CPUMs: 1_500, RSSBytes: 12 << 20, Ports: []int{3000, 8080}},
+					WaitingForInput: true, LastOutputAgoMs: intp64(3_000), CPUMs: 1_500, RSSBytes: 12 << 20, Ports: []int{3000, 8080},
+					Shell: &ShellState{Cwd: "/src/app", LastCommand: "make test", LastExitCode: intp(2)}},
+				{SessionID: "2", PID: 101, State: StateRunning, AgeMs: 1_000, Command: "zsh", LastLine: "x",
+					Shell: &ShellState{Cwd: "/tmp", Command: "sleep 9", RunningMs: intp64(900)}},
 				{SessionID: "12", PID: 20345, State: StateExited, ExitCode: intp(0), AgeMs: 3_700_000, Command: "make\ttest",
 					LastLine: "ok  \x1b[32mgithub.com/x\x1b[0m"},
 				{SessionID: "13", PID: 7, State: StateExited, Signal: "SIGKILL", AgeMs: 500, Command: "sleep 100"},
@@ -146,11 +149,12 @@ func TestListResultText(t *testing.T) {
 					Command: strings.Repeat("x", 50)},
 			}, Notices: Notices{Warnings: []string{"60 of 64 sessions in use"}}},
 			want: "" +
-				"ID NAME PID STATE AGE QUIET CPU RSS PORTS CLIENTS COMMAND LAST-LINE\n" +
-				"1 dev 100 running(input) 1m05s 3s 1.5s 12M 3000,8080 1 bash $\n" +
-				"12 - 20345 exited(0) 1h01m - - - - 0 make test ok  github.com/x\n" +
-				"13 - 7 killed(SIGKILL) 0s - - - - 0 sleep 100\n" +
-				"14 - 8 timed-out 1d01h - - - - 0 " + strings.Repeat("x", 40) + "…\n" +
+				"ID NAME PID STATE AGE QUIET CPU RSS PORTS CLIENTS CWD COMMAND LAST-LINE\n" +
+				"1 dev 100 running(input) 1m05s 3s 1.5s 12M 3000,8080 1 /src/app bash (last: make test → 2) $\n" +
+				"2 - 101 running 1s - 0.0s - - 0 /tmp zsh: sleep 9 x\n" +
+				"12 - 20345 exited(0) 1h01m - - - - 0 - make test ok  github.com/x\n" +
+				"13 - 7 killed(SIGKILL) 0s - - - - 0 - sleep 100\n" +
+				"14 - 8 timed-out 1d01h - - - - 0 - " + strings.Repeat("x", 40) + "…\n" +
 				"Warning: 60 of 64 sessions in use",
 		},
 	}

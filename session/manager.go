@@ -16,6 +16,7 @@ import (
 	"github.com/ptyhub/ptyhub/broadcast"
 	"github.com/ptyhub/ptyhub/pty"
 	"github.com/ptyhub/ptyhub/reaper"
+	"github.com/ptyhub/ptyhub/shellint"
 )
 
 // Options configure a Manager. The zero value is usable.
@@ -85,6 +86,8 @@ type Manager struct {
 	starts sync.WaitGroup
 
 	recs recorders // record.go: live transcript writers; Close waits for them
+
+	shells shellint.Dir // shell.go: the shell integration's scripts, removed by Close
 
 	// releasing counts removed sessions whose resources are still being released
 	// (their transcript is finishing); tests wait on it.
@@ -237,6 +240,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	if reserved > given {
 		m.reg.returnIDs(given, reserved)
 	}
+	defer m.shells.Close()
 	if m.reaper == nil {
 		return nil
 	}
@@ -492,6 +496,10 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		argv = append([]string(nil), req.Argv...)
 		command = strings.Join(argv, " ")
 	}
+	shell, err := m.integrate(req, tty, &argv, &env)
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, a := range argv {
 		if strings.ContainsRune(a, 0) {
 			return nil, nil, fmt.Errorf("%w: the command contains a NUL byte", ErrInvalid)
@@ -522,6 +530,9 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		quit: make(chan struct{}), exited: make(chan struct{}), drained: make(chan struct{}),
 		inFlight: 1}
 	s.name = req.Name
+	if shell != "" {
+		s.sh = shellint.NewTracker(shell, getenv(env, "PWD"))
+	}
 	// One critical section: the name, the limit (and the choice of a session to prune)
 	// and the new session's place in the pool.
 	m.mu.Lock()

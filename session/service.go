@@ -164,7 +164,7 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 			warns = append(warns, "stdin not written: "+err.Error())
 		}
 	}
-	col := s.collect(ctx, collectOpts{deadline: t0.Add(yield), budget: budget, pattern: re, echo: echo})
+	col := s.collect(ctx, collectOpts{deadline: t0.Add(yield), budget: budget, pattern: re, echo: echo, shellFrom: -1})
 	r := c.result(s, t0, col, warns)
 	r.Profile = s.profile
 	return r, nil
@@ -241,7 +241,13 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	yield, ywarn, err := yieldDuration(req.YieldTimeMs, DefaultWriteYieldMs)
+	data := []byte(req.Chars)
+	keys, err := encodeKeys(req.Keys, s.inputModes())
+	if err != nil {
+		return nil, err
+	}
+	data = append(data, keys...)
+	yield, ywarn, err := yieldDuration(s.shellYield(&req, data), DefaultWriteYieldMs)
 	if err != nil {
 		return nil, err
 	}
@@ -250,12 +256,6 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := []byte(req.Chars)
-	keys, err := encodeKeys(req.Keys, s.inputModes())
-	if err != nil {
-		return nil, err
-	}
-	data = append(data, keys...)
 	if len(data) > MaxInputBytes {
 		return nil, fmt.Errorf("%w: input is %d bytes, more than %d; write the data to a file and pass its name", ErrInvalid, len(data), MaxInputBytes)
 	}
@@ -287,10 +287,16 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 			}
 			return nil, fmt.Errorf("%w: session %d (%s) %s; nothing was written%s", ErrExited, s.id, s.command, s.exitText(), left)
 		}
-		col := s.collect(ctx, collectOpts{deadline: t0, budget: budget, pattern: re, from: from})
-		return c.result(s, t0, col, warns), nil
+		col := s.collect(ctx, collectOpts{deadline: t0, budget: budget, pattern: re, from: from, shellFrom: -1})
+		r := c.result(s, t0, col, warns)
+		s.shellResult(r, col, budget, nil)
+		return r, nil
 	}
 	echo := s.echoOf(data, re)
+	shellFrom := int64(-1) // a poll: a prompt after the cursor
+	if len(data) > 0 {
+		shellFrom = s.hub.End() // a prompt after this input
+	}
 	var job *writeJob
 	if len(data) > 0 || req.CloseStdin {
 		if s.tty && len(data) > 0 {
@@ -333,8 +339,9 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 		timer.Stop()
 	}
 	poll := len(data) == 0 && !req.CloseStdin
-	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re, needNews: poll, echo: echo, from: from})
+	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re, needNews: poll, echo: echo, from: from, shellFrom: shellFrom, shellKernel: s.shellKernel(data)})
 	r := c.result(s, t0, col, warns)
+	s.shellResult(r, col, budget, data)
 	if job != nil {
 		if q := len(job.data) - int(job.written.Load()); q > 0 {
 			r.QueuedBytes = q
@@ -418,33 +425,7 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 		return nil, argError("from", fmt.Sprintf(" %d is past the end of the output (%d bytes)", from, end))
 	}
 	warns := appendNonEmpty(nil, bwarn)
-	raw := make([]byte, 0, min(to-from, int64(c.m.opts.Retain)))
-	buf := make([]byte, 32<<10)
-	var missed int64
-	for off := from; off < to; {
-		if off < s.hub.Start() { // left memory: the transcript may have it
-			if n := s.readArchived(buf[:min(int64(len(buf)), to-off, s.hub.Start()-off)], off); n > 0 {
-				raw = append(raw, buf[:n]...)
-				off += int64(n)
-				continue
-			}
-		}
-		if start := s.hub.Start(); off < start { // gone from memory and from disk
-			skip := min(start, to) - off
-			missed += skip
-			off += skip
-			continue
-		}
-		n, miss, err := s.hub.ReadAt(buf[:min(int64(len(buf)), to-off)], off)
-		if miss > 0 { // the ring moved on since the check: go round again
-			continue
-		}
-		if n == 0 || err != nil {
-			break
-		}
-		raw = append(raw, buf[:n]...)
-		off += int64(n)
-	}
+	raw, missed := s.readRaw(from, to)
 	if missed > 0 {
 		warns = append(warns, fmt.Sprintf("bytes %d to %d have left memory and are not shown", from, from+missed))
 	}
@@ -495,6 +476,38 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 	r.Notices = c.notices(nil, warns)
 	r.WallTimeMs = float64(time.Since(t0).Microseconds()) / 1000
 	return r, nil
+}
+
+// readRaw returns the output at [from, to), from memory or, where it has left memory,
+// from the transcript, and how many bytes at its start are in neither (missed).
+func (s *Session) readRaw(from, to int64) (raw []byte, missed int64) {
+	raw = make([]byte, 0, max(min(to-from, int64(s.m.opts.Retain)), 0))
+	buf := make([]byte, 32<<10)
+	for off := from; off < to; {
+		if off < s.hub.Start() { // left memory: the transcript may have it
+			if n := s.readArchived(buf[:min(int64(len(buf)), to-off, s.hub.Start()-off)], off); n > 0 {
+				raw = append(raw, buf[:n]...)
+				off += int64(n)
+				continue
+			}
+		}
+		if start := s.hub.Start(); off < start { // gone from memory and from disk
+			skip := min(start, to) - off
+			missed += skip
+			off += skip
+			continue
+		}
+		n, miss, err := s.hub.ReadAt(buf[:min(int64(len(buf)), to-off)], off)
+		if miss > 0 { // the ring moved on since the check: go round again
+			continue
+		}
+		if n == 0 || err != nil {
+			break
+		}
+		raw = append(raw, buf[:n]...)
+		off += int64(n)
+	}
+	return raw, missed
 }
 
 // tailLinesStart returns where in raw the last n lines of its text view begin (a line
@@ -569,6 +582,7 @@ func (c *Client) List(ctx context.Context) (*ListResult, error) {
 		info.Clients = s.att.count()
 		info.OutputStopped = s.outputStopped()
 		s.addFacts(&info, socks, now)
+		info.Shell = s.shellInfo(now)
 		info.Completion = s.completion(false)
 		out.Sessions = append(out.Sessions, info)
 	}

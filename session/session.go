@@ -13,6 +13,7 @@ import (
 	"github.com/ptyhub/ptyhub/broadcast"
 	"github.com/ptyhub/ptyhub/pty"
 	"github.com/ptyhub/ptyhub/reaper"
+	"github.com/ptyhub/ptyhub/shellint"
 	"github.com/ptyhub/ptyhub/termtext"
 )
 
@@ -87,6 +88,9 @@ type Session struct {
 	// recorded (said once).
 	toldTranscript atomic.Bool
 	att            attachState // attach.go: attached human clients
+	// sh follows an integrated shell's marks (shell.go); nil without shell integration.
+	// The reader feeds it each chunk before the hub has it.
+	sh *shellint.Tracker
 
 	xoff  atomic.Bool // a ^S stopped the terminal's output (noteFlow)
 	ahead waitState   // the writer's own cache for holdTypeahead
@@ -212,6 +216,9 @@ func (s *Session) readLoop() {
 	for {
 		n, err := read(buf, &s.readHeld, idle)
 		if n > 0 {
+			if s.sh != nil {
+				s.sh.Feed(buf[:n], s.hub.End(), time.Now())
+			}
 			s.hub.Write(buf[:n])
 			s.lastOut.Store(time.Now().UnixNano())
 		}

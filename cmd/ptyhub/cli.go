@@ -156,8 +156,12 @@ func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if len(pos) == 2 {
 		req.Chars = pos[1]
 	}
-	yms := yield.Milliseconds()
-	req.YieldTimeMs = &yms
+	if fs.Lookup("yield").Value.String() != (time.Duration(session.DefaultWriteYieldMs) * time.Millisecond).String() {
+		// Given: else the session's default, which is longer for a command line typed
+		// into an integrated shell.
+		yms := yield.Milliseconds()
+		req.YieldTimeMs = &yms
+	}
 	return withClient(ctx, socket, "write", stderr, func(c *server.Client) int {
 		res, err := c.Write(ctx, req)
 		if err != nil {

@@ -80,6 +80,7 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	fs.Var(env, "env", "set an environment variable for the command, `K=V` (repeatable)")
 	clearEnv := fs.Bool("clear-env", false, "start from an empty environment instead of yours")
 	noTTY := fs.Bool("no-tty", false, "use plain pipes (stdout and stderr merged) instead of a pseudo-terminal")
+	noShellInt := fs.Bool("no-shell-integration", false, "start an interactive bash, zsh or fish without ptyhub's shell integration (prompt and command marks)")
 	yield := fs.Duration("yield", time.Duration(session.DefaultExecYieldMs)*time.Millisecond, "return after this `duration` even if the command still runs (max 10m)")
 	maxTokens := fs.Int64("max-tokens", 10_000, "token `budget` of the printed output; longer output keeps its head and tail")
 	waitFor := fs.String("wait-for", "", "return as soon as the output matches this `regexp` (Go RE2 syntax)")
@@ -124,6 +125,10 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if *noTTY {
 		f := false
 		req.TTY = &f
+	}
+	if *noShellInt {
+		f := false
+		req.ShellIntegration = &f
 	}
 	y := *yield
 	if *timeout > 0 {

@@ -109,6 +109,7 @@ func init() {
 		{"ls", "list the sessions", runLs},
 		{"status", "the server's sessions by state, file descriptors and memory", runStatus},
 		{"attach", "attach your terminal to a session (detach with ctrl-])", runAttach},
+		{"shell", "start your $SHELL as a session your agent can see, attached (like tmux new-session)", runShell},
 		{"kill", "end a session's processes, or send one signal", runKill},
 		{"rm", "end a session and forget it", runRm},
 		{"logs", "print everything a session printed (-f to follow)", runLogs},
