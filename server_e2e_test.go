@@ -580,9 +580,23 @@ func TestServerSocketSecurity(t *testing.T) {
 	}
 	go io.Copy(io.Discard, logr)
 	os.Chmod(sock, 0o666) // only the peer check is left
-	out, code := asNobody(sock)
-	if code == 0 || !strings.Contains(out, "does not serve uid 65534") {
-		t.Errorf("nobody through the peer check: status %d: %s", code, out)
+	// ptyhub itself, as nobody, refuses a directory that is not nobody's before
+	// connecting; a raw client connects, and the server answers with its refusal.
+	if out, code := asNobody(sock); code == 0 || !strings.Contains(out, "owned by uid 0") {
+		t.Errorf("ptyhub as nobody, socket in root's directory: status %d: %s", code, out)
+	}
+	testtool.NeedPython(t)
+	raw := osexec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "python3", "-c",
+		`import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.shutdown(socket.SHUT_WR); b = b""
+while True:
+    c = s.recv(4096)
+    if not c: break
+    b += c
+sys.stdout.write(b.decode("utf-8", "replace"))`, sock)
+	raw.Env = []string{"PATH=/usr/bin:/bin"}
+	if out, err := raw.CombinedOutput(); err != nil || !strings.Contains(string(out), "does not serve uid 65534") {
+		t.Errorf("nobody through the peer check: %v: %s", err, out)
 	}
 	// A second server on a live socket refuses to start and leaves it alone.
 	second := osexec.Command(h.bin, "serve", "--socket", sock)
