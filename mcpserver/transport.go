@@ -16,8 +16,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// DefaultMaxLine is the longest request line the stdio transport accepts (EDGE 65).
-const DefaultMaxLine = 16 << 20
+// DefaultMaxLine is the longest request line the stdio transport accepts: the largest
+// call the tools allow (1 MiB of input, every byte escaped as \u00XX, and the other
+// arguments) fits. A longer line is discarded as it is read, so its size costs nothing;
+// one under the limit costs a few times its size while it is decoded.
+const DefaultMaxLine = 8 << 20
 
 // LineTransport is an MCP transport over newline-delimited JSON-RPC on a reader and a
 // writer (stdin and stdout for `ptyhub mcp`).
@@ -341,6 +344,9 @@ func (c *lineConn) readLoop(max int) {
 			if !c.deliver(readResult{msg: msg}) {
 				return
 			}
+		}
+		if cap(line) > 1<<20 {
+			line = nil // a rare big line's buffer is not kept for the next ones
 		}
 		if err == io.EOF {
 			close(c.ended)
