@@ -177,16 +177,17 @@ func TestMCPHostileInput(t *testing.T) {
 	stillServing("odd ids")
 
 	// Arguments over their size limits are refused before any work is done on them, with
-	// the argument and the limit named: a 15 MiB wait_for took 400 MB to compile.
-	huge := strings.Repeat("a", 15<<20)
+	// the argument and the limit named: a 15 MiB wait_for took 400 MB to compile (a line
+	// of 15 MiB is now refused whole, below).
+	huge := strings.Repeat("a", 4<<20)
 	for i, c := range []struct {
 		tool string
 		args map[string]any
 		want string
 	}{
-		{"exec_command", map[string]any{"cmd": "true", "wait_for": huge}, "wait_for is 15728640 bytes, more than the limit of 16384"},
-		{"write_stdin", map[string]any{"session_id": sid, "wait_for": huge}, "wait_for is 15728640 bytes"},
-		{"wait_sessions", map[string]any{"wait_for": huge}, "wait_for is 15728640 bytes"},
+		{"exec_command", map[string]any{"cmd": "true", "wait_for": huge}, "wait_for is 4194304 bytes, more than the limit of 16384"},
+		{"write_stdin", map[string]any{"session_id": sid, "wait_for": huge}, "wait_for is 4194304 bytes"},
+		{"wait_sessions", map[string]any{"wait_for": huge}, "wait_for is 4194304 bytes"},
 		{"exec_command", map[string]any{"cmd": strings.Repeat("x", 200<<10)}, "cmd is 204800 bytes, more than the limit of 131071"},
 		{"exec_command", map[string]any{"argv": make([]string, 5000)}, "argv is 5000 entries, more than the limit of 4096"},
 		{"exec_command", map[string]any{"cmd": "true", "env": map[string]string{"BIG": strings.Repeat("v", 200<<10)}}, `env["BIG"] is 204804 bytes`},
@@ -201,9 +202,10 @@ func TestMCPHostileInput(t *testing.T) {
 		stillServing(c.tool + " over a limit")
 	}
 
-	// A line over the line limit is answered with its id, read from its start.
-	a.send(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"` + strings.Repeat("y", 17<<20) + `"}}}`)
-	if line, rid, m := a.recv(); rid != `"long"` || m["error"] == nil {
+	// A line over the line limit (a 15 MiB wait_for) is discarded as it is read and
+	// answered with its id, read from its start.
+	a.send(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"true","wait_for":"` + strings.Repeat("y", 15<<20) + `"}}}`)
+	if line, rid, m := a.recv(); rid != `"long"` || m["error"] == nil || !strings.Contains(line, "longer than the limit of 8388608 bytes") {
 		t.Errorf("a line over the limit: %.300s", line)
 	}
 	stillServing("a line over the limit")

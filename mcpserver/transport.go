@@ -16,8 +16,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// DefaultMaxLine is the longest request line the stdio transport accepts (EDGE 65).
-const DefaultMaxLine = 16 << 20
+// DefaultMaxLine is the longest request line the stdio transport accepts: the largest
+// call the tools allow (1 MiB of input, every byte escaped as \u00XX, and the other
+// arguments) fits. A longer line is discarded as it is read, so its size costs nothing;
+// one under the limit costs a few times its size while it is decoded.
+const DefaultMaxLine = 8 << 20
 
 // LineTransport is an MCP transport over newline-delimited JSON-RPC on a reader and a
 // writer (stdin and stdout for `ptyhub mcp`).
@@ -145,12 +148,9 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			defer c.settle()
 		}
 	}
+	// A json.RawMessage inside that is not JSON (the SDK's resource-not-found error quotes
+	// the URI with %q) is an error of the encoder, which checks every one.
 	data, err := jsonrpc.EncodeMessage(msg)
-	if err == nil && !json.Valid(data) {
-		// A json.RawMessage inside (the SDK's resource-not-found error quotes the URI with
-		// %q) may not be JSON, and the encoder does not always check.
-		err = errors.New("the encoding is not valid JSON")
-	}
 	if err != nil {
 		if !isResp {
 			c.log.Warn("mcp: dropped a message that cannot be encoded as JSON", "err", err)
@@ -165,7 +165,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			"internal error: the response could not be encoded as JSON ("+err.Error()+")"))
 	}
 	if raw != nil {
-		data = withID(data, raw)
+		data = withID(data, resp.ID, raw)
 	}
 	return c.writeLine(data)
 }
@@ -196,29 +196,25 @@ func (c *lineConn) settle() {
 	}
 }
 
-// withID returns the encoded message data with its "id" member replaced by raw.
-func withID(data []byte, raw json.RawMessage) []byte {
+// withID returns the encoded response data with its id (ours) replaced by raw.
+func withID(data []byte, ours jsonrpc.ID, raw json.RawMessage) []byte {
+	// The SDK writes "jsonrpc" then "id" first.
+	id, _ := json.Marshal(ours.Raw())
+	head := `{"jsonrpc":"2.0","id":` + string(id)
+	if rest, ok := bytes.CutPrefix(data, []byte(head)); ok && len(rest) > 0 && (rest[0] == ',' || rest[0] == '}') {
+		out := make([]byte, 0, len(data)-len(id)+len(raw))
+		out = append(append(append(out, `{"jsonrpc":"2.0","id":`...), raw...), rest...)
+		return out
+	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(data, &m) != nil {
 		return data
 	}
-	if _, ok := m["id"]; !ok {
-		return data
-	}
-	// The SDK writes "jsonrpc" then "id" first: keep that order when it holds, so the
-	// line reads as every other.
-	head := []byte(`{"jsonrpc":"2.0","id":` + string(m["id"]))
-	if bytes.HasPrefix(data, head) {
-		out := make([]byte, 0, len(data)-len(m["id"])+len(raw))
-		out = append(append(append(out, `{"jsonrpc":"2.0","id":`...), raw...), data[len(head):]...)
+	m["id"] = raw
+	if out, err := json.Marshal(m); err == nil {
 		return out
 	}
-	m["id"] = raw
-	out, err := json.Marshal(m)
-	if err != nil {
-		return data
-	}
-	return out
+	return data
 }
 
 func (c *lineConn) writeLine(data []byte) error {
@@ -341,6 +337,9 @@ func (c *lineConn) readLoop(max int) {
 			if !c.deliver(readResult{msg: msg}) {
 				return
 			}
+		}
+		if cap(line) > 1<<20 {
+			line = nil // a rare big line's buffer is not kept for the next ones
 		}
 		if err == io.EOF {
 			close(c.ended)

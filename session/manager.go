@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -337,15 +338,26 @@ func (m *Manager) admitLocked(pool string) (victim *Session, err error) {
 			running = append(running, s)
 		}
 	}
-	victim = m.pruneCandidate(running)
-	if victim == nil {
-		return nil, fmt.Errorf("%w: %d running sessions, the limit of one client (ptyhub serve --max-sessions, or $PTYHUB_MAX_SESSIONS), and none can be ended to make room: each is one of the %d most recently used, has a call in flight or has a human attached", ErrLimit, n, m.opts.ProtectRecent)
+	for {
+		victim = m.pruneCandidate(running)
+		if victim == nil {
+			return nil, fmt.Errorf("%w: %d running sessions, the limit of one client (ptyhub serve --max-sessions, or $PTYHUB_MAX_SESSIONS), and none can be ended to make room: each is one of the %d most recently used, has a call in flight or has a human attached", ErrLimit, n, m.opts.ProtectRecent)
+		}
+		// A call marks its session in flight under victim.mu alone (Session.begin): the
+		// mark and the choice are settled in one hold of it.
+		victim.mu.Lock()
+		free := victim.inFlight == 0
+		if free {
+			victim.pruned = true
+		}
+		victim.mu.Unlock()
+		if free {
+			break
+		}
+		running = slices.DeleteFunc(running, func(s *Session) bool { return s == victim })
 	}
 	victim.leaving = true
 	m.leaving[pool]++
-	victim.mu.Lock()
-	victim.pruned = true
-	victim.mu.Unlock()
 	return victim, nil
 }
 
