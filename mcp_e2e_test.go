@@ -202,7 +202,7 @@ func e2eClientDir(t *testing.T) string {
 	// this checkout's, in a directory of this test's own, so a concurrent run of another
 	// version cannot swap them.
 	own := t.TempDir()
-	for _, f := range []string{"client.mjs", "callers.mjs", "notify.mjs", "steps.mjs"} {
+	for _, f := range []string{"client.mjs", "callers.mjs", "notify.mjs", "steps.mjs", "waiting.mjs"} {
 		e2eCopy(t, filepath.Join(src, f), filepath.Join(own, f))
 	}
 	if err := os.Symlink(filepath.Join(dir, "node_modules"), filepath.Join(own, "node_modules")); err != nil {

@@ -2,12 +2,14 @@ package ptyhub_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	oexec "os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/screen"
@@ -287,5 +289,52 @@ func TestWaitingAptGetE2E(t *testing.T) {
 	defer c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
 	if r.ReturnedBecause != session.BecauseExit || r.ExitCode == nil || *r.ExitCode != 0 {
 		t.Fatalf("apt-get purge returned because %q (detection %q) with:\n%s\nwant one call to its exit 0", r.ReturnedBecause, r.WaitDetection, r.Output)
+	}
+}
+
+// Through ptyhub mcp from the official TypeScript SDK: vim's insert+Escape returns at
+// normal mode with the text drawn, :wq and node's .exit return the exit, and
+// structuredContent names the rule that decided (wait_detection).
+func TestWaitingProgramsMCPE2E(t *testing.T) {
+	t.Parallel()
+	node := testtool.Path(t, "node")
+	testtool.Need(t, "vim")
+	dir := e2eClientDir(t)
+	bin := e2eBuildPtyhub(t)
+	file := filepath.Join(t.TempDir(), "note.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := oexec.CommandContext(ctx, node, filepath.Join(dir, "waiting.mjs"), bin, file)
+	sv := svNew(t)
+	cmd.Dir, cmd.Env = sv.dir, append(sv.env, "PWD="+sv.dir)
+	out, err := cmd.Output()
+	steps := map[string]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil {
+			name, _ := m["step"].(string)
+			steps[name] = m
+		}
+	}
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, out)
+	}
+	check := func(name, because, detection string) {
+		t.Helper()
+		st, _ := steps[name]["structured"].(map[string]any)
+		if st["returned_because"] != because || detection != "" && st["wait_detection"] != detection {
+			t.Errorf("%s: returned_because %v, wait_detection %v; want %s %s (step %v)", name, st["returned_because"], st["wait_detection"], because, detection, steps[name])
+		}
+	}
+	check("vim", "waiting_for_input", "tty_poll")
+	check("vim_insert", "waiting_for_input", "tty_poll")
+	check("vim_wq", "exit", "")
+	check("node", "waiting_for_input", "tty_poll")
+	check("node_exit", "exit", "")
+	if b, err := os.ReadFile(file); err != nil || string(b) != "hello\n" {
+		t.Errorf("vim wrote %q (%v), want \"hello\\n\"", b, err)
+	}
+	if _, ok := steps["closed"]; !ok {
+		t.Errorf("the client did not close cleanly: %s", out)
 	}
 }

@@ -70,6 +70,10 @@ type waitState struct {
 	// the output then (set by probeWait).
 	quiet time.Duration
 	end   int64
+	// anyRead: a wait that involves the terminal counts as reading it even when it is
+	// timed or beside a working child (the typeahead view, readerAhead: input typed then
+	// will be read when the wait ends).
+	anyRead bool
 }
 
 // timedWait is a thread seen in a short timed wait on the terminal.
@@ -192,9 +196,11 @@ func (s *Session) scanForeground(pgrp int) fgScan { return s.scanForegroundIn(&s
 
 // readerAhead reports whether the terminal's foreground group is not reading the
 // terminal now: it runs, or sleeps on something else (a child, a timer, a pipe), or no
-// program has taken the terminal yet. Unknown waits count as reading. It uses w, which
-// its caller owns.
+// program has taken the terminal yet. Unknown waits count as reading, and so do timed
+// waits and waits beside a working child (input typed then is read when they end). It
+// uses w, which its caller owns.
 func (s *Session) readerAhead(w *waitState) bool {
+	w.anyRead = true
 	if w.buf == nil {
 		w.buf = make([]byte, 4096)
 	}
@@ -448,7 +454,7 @@ func timeoutAt(pid int, addr uint64, timespec bool) time.Duration {
 func (w *waitState) withTimeout(tid int, timeout time.Duration, classify func(int, []int) (blockKind, int)) func(int, []int) (blockKind, int) {
 	return func(pid int, fds []int) (blockKind, int) {
 		k, fd := classify(pid, fds)
-		if (k != blockTTYPoll && k != blockUnknown) || timeout < 0 || timeout > timedWaitMax {
+		if w.anyRead || (k != blockTTYPoll && k != blockUnknown) || timeout < 0 || timeout > timedWaitMax {
 			return k, fd
 		}
 		run, ok := w.threadRuntime(pid, tid)
@@ -512,7 +518,7 @@ func (w *waitState) pollSet(pid int, fds []int) (blockKind, int) {
 		return blockOther, 0
 	case other:
 		return blockUnknown, 0
-	case child && w.childWorks(pid, fds):
+	case child && !w.anyRead && w.childWorks(pid, fds):
 		return blockChild, 0
 	}
 	return blockTTYPoll, tty
