@@ -427,11 +427,12 @@ func TestServerAttach(t *testing.T) {
 	if out := h.ok("ls"); !strings.Contains(out, "running") {
 		t.Errorf("session not running after detach:\n%s", out)
 	}
-	// The agent learns that a human typed.
+	// The session is the CLI's own: what was typed through attach is not news of
+	// "a human" to the CLI's next write (an agent's session is: TestServerAgentAndHuman).
 	var r session.Result
 	json.Unmarshal([]byte(h.ok("write", id, "--json", "--yield", "0s")), &r)
-	if r.HumanInputBytes == 0 {
-		t.Errorf("human_input_bytes = 0 after a human typed")
+	if r.HumanInputBytes != 0 {
+		t.Errorf("human_input_bytes = %d in the CLI's own session after the CLI's user typed through attach", r.HumanInputBytes)
 	}
 
 	// Again: repaint shows the earlier output; ctrl-] twice types it literally.

@@ -289,3 +289,29 @@ func TestRmExitedSaysAlreadyEnded(t *testing.T) {
 		t.Errorf("ls --help does not explain the ids:\n%s", out)
 	}
 }
+
+// TestHostSessionsAsResources: a session on a host (a real sshd) is read as a resource
+// by its HOST:ID, as the tools name it: its text and its screen.
+func TestHostSessionsAsResources(t *testing.T) {
+	t.Parallel()
+	s := rmStartSSHD(t)
+	h := s.hub(t)
+	got := runSteps(t, h, []string{"mcp"}, []map[string]any{
+		tool("remote", "exec_command", map[string]any{"host": s.url, "cmd": "echo remote-$((40+2)); exec sleep 600", "wait_for": "remote-42", "yield_time_ms": 60000}),
+		{"step": "text", "read": "ptyhub://session/$remote"},
+		{"step": "screen", "read": "ptyhub://session/$remote/screen"},
+		tool("kill", "kill_session", map[string]any{"session_id": "$remote"}),
+	})
+	id := got["remote"].field("session_id")
+	if !strings.HasPrefix(id, s.url+":") {
+		t.Fatalf("the remote session's id is %q", id)
+	}
+	for _, step := range []string{"text", "screen"} {
+		if r := string(got[step].Result); !strings.Contains(r, "remote-42") {
+			t.Errorf("resources/read of %s (%s): %s", id, step, r)
+		}
+	}
+	if got["kill"].IsError {
+		t.Errorf("kill_session %s: %+v", id, got["kill"])
+	}
+}

@@ -36,7 +36,8 @@ func sessionOf(uri string) (id string, screen, ok bool) {
 	if r, found := strings.CutSuffix(rest, screenSuffix); found {
 		return r, true, r != ""
 	}
-	return rest, false, !strings.Contains(rest, "/")
+	// An id may hold slashes: a session on a host reads HOST:ID (ssh://box:4).
+	return rest, false, true
 }
 
 // resources keeps the MCP resource list in step with the sessions of one service.

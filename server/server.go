@@ -468,7 +468,7 @@ func (s *Server) serveService(c *net.UnixConn, h hello, w *Welcome) {
 	} else if h.Own {
 		client, _ = s.mgr.NewClientFor(h.Name, caller)
 	} else {
-		client, _ = s.mgr.NewPoolClient(h.Name, "cli", caller)
+		client, _ = s.mgr.NewPoolClient(h.Name, cliPool, caller)
 	}
 	// The connection sees the sessions of the processes that host their own too.
 	var svc session.Service = client
@@ -693,6 +693,10 @@ func strictDecode(b json.RawMessage, v any) error {
 	return nil
 }
 
+// cliPool is the pool every connection that owns no sessions of its own (the CLI)
+// shares: its sessions, its names, its read positions.
+const cliPool = "cli"
+
 // serveAttach streams a session's output to an attached client and its keys and window
 // size to the session. The output loop runs here; a reader goroutine (owned by this
 // function, ended by closing the connection) takes the client's frames. A client that
@@ -700,7 +704,9 @@ func strictDecode(b json.RawMessage, v any) error {
 // writeTimeout. Neither ever slows the session.
 func (s *Server) serveAttach(c *net.UnixConn, hf *frame, h hello, w *Welcome) {
 	out := &sender{c: c}
-	a, err := s.mgr.Attach(h.Session, session.AttachOptions{ReadOnly: h.ReadOnly, Watch: h.Watch})
+	// Terminals attach from the CLI: typing into a session of the CLI's pool is its
+	// owner's own input, not a human's news.
+	a, err := s.mgr.Attach(h.Session, session.AttachOptions{ReadOnly: h.ReadOnly, Watch: h.Watch, Pool: cliPool})
 	if errors.Is(err, session.ErrNotFound) && s.relay(c, hf, h.Session) {
 		return
 	}

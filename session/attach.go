@@ -37,6 +37,10 @@ type AttachOptions struct {
 	// Watch marks a reader that is not a terminal (ptyhub read -f): it is not counted as
 	// attached, so ptyhub keeps answering terminal queries, and it cannot type or resize.
 	Watch bool
+	// Pool, when set, is the shared pool (Manager.NewPoolClient's pool) of the one
+	// attaching. Its typing into a session of that same pool is the owner's own input
+	// and is not reported as a human's (human_input_bytes) in the pool's results.
+	Pool string
 }
 
 // Attachment is one human client attached to a session: it reads the output from its own
@@ -170,7 +174,9 @@ func (a *Attachment) Write(p []byte) error {
 	if _, err := a.s.enqueue(append([]byte(nil), p...), false); err != nil {
 		return err
 	}
-	a.s.att.input.Add(int64(len(p)))
+	if a.opts.Pool == "" || sharedPool(a.opts.Pool) != a.s.pool {
+		a.s.att.input.Add(int64(len(p)))
+	}
 	return nil
 }
 

@@ -201,8 +201,11 @@ func (m *Manager) NewPoolClient(name, pool string, caller Caller) (*Client, erro
 	if err := caller.Check(); err != nil {
 		return nil, err
 	}
-	return &Client{m: m, name: name, caller: caller, pool: "shared:" + pool}, nil
+	return &Client{m: m, name: name, caller: caller, pool: sharedPool(pool)}, nil
 }
+
+// sharedPool is the pool of NewPoolClient's clients of pool name.
+func sharedPool(name string) string { return "shared:" + name }
 
 // privatePool names a new pool of one client.
 func (m *Manager) privatePool() string {
