@@ -61,25 +61,27 @@ const (
 
 // ExecRequest is the input of exec_command. Exactly one of Cmd and Argv is set.
 type ExecRequest struct {
-	Cmd              string            `json:"cmd,omitempty" jsonschema:"shell command line, run as $SHELL -c CMD (give cmd or argv, not both)"`
-	Argv             []string          `json:"argv,omitempty" jsonschema:"program and arguments, executed directly and resolved on PATH (instead of cmd)"`
-	Workdir          string            `json:"workdir,omitempty" jsonschema:"working directory, absolute or relative to the directory the agent started ptyhub in (the default); must exist"`
-	Shell            string            `json:"shell,omitempty" jsonschema:"shell used for cmd (default $SHELL, else /bin/bash, else /bin/sh)"`
-	Login            bool              `json:"login,omitempty" jsonschema:"run cmd in a login shell (-lc); slower, default false"`
-	TTY              *bool             `json:"tty,omitempty" jsonschema:"run on a pseudo-terminal (default true); false uses plain pipes with stdout and stderr merged"`
-	Env              map[string]string `json:"env,omitempty" jsonschema:"environment variables merged over the inherited environment"`
-	ClearEnv         bool              `json:"clear_env,omitempty" jsonschema:"start from an empty environment instead of the inherited one"`
-	Stdin            string            `json:"stdin,omitempty" jsonschema:"text written to the program right after it starts"`
-	CloseStdin       bool              `json:"close_stdin,omitempty" jsonschema:"send end-of-file after stdin"`
-	Rows             int               `json:"rows,omitempty" jsonschema:"terminal rows (default 24)"`
-	Cols             int               `json:"cols,omitempty" jsonschema:"terminal columns (default 80)"`
-	YieldTimeMs      *int64            `json:"yield_time_ms,omitempty" jsonschema:"how long to wait for output before returning, in ms (default 10000, max 600000); returns earlier when the program exits or matches wait_for"`
-	MaxOutputTokens  *int64            `json:"max_output_tokens,omitempty" jsonschema:"token budget of the returned output (default 10000); longer output keeps its head and tail"`
-	WaitFor          string            `json:"wait_for,omitempty" jsonschema:"regular expression (Go RE2 syntax) matched per line of new output, as grep does (^ and $ match at the line's start and end; the unfinished last line counts too): return as soon as a line matches; the terminal's echo of the call's own input is not matched"`
-	TimeoutMs        int64             `json:"timeout_ms,omitempty" jsonschema:"hard time limit in ms: the session is killed at the limit and reported as timed out (exit code 124)"`
-	Profile          string            `json:"profile,omitempty" jsonschema:"environment profile: agent (default: TERM=xterm-256color, NO_COLOR=1, no cargo progress bar, pagers off, UTF-8 locale) or plain"`
-	ShellIntegration *bool             `json:"shell_integration,omitempty" jsonschema:"when the command starts an interactive bash, zsh or fish (cmd or argv bash, zsh, fish, optionally with -i), add shell integration (default true): each command line typed into it then returns when that command ends, with only its output and a shell object (command, exit_code, cwd, duration_ms); false starts the shell as it is"`
-	Name             string            `json:"name,omitempty" jsonschema:"name of the session, usable wherever a session id goes; if a session of yours with this name is still running, it is returned (with its new output) instead of starting a duplicate"`
+	Cmd             string            `json:"cmd,omitempty" jsonschema:"shell command line, run as $SHELL -c CMD (give cmd or argv, not both)"`
+	Argv            []string          `json:"argv,omitempty" jsonschema:"program and arguments, executed directly and resolved on PATH (instead of cmd)"`
+	Workdir         string            `json:"workdir,omitempty" jsonschema:"working directory, absolute or relative to the directory the agent started ptyhub in (the default); must exist"`
+	Shell           string            `json:"shell,omitempty" jsonschema:"shell used for cmd (default $SHELL, else /bin/bash, else /bin/sh)"`
+	Login           bool              `json:"login,omitempty" jsonschema:"run cmd in a login shell (-lc); slower, default false"`
+	TTY             *bool             `json:"tty,omitempty" jsonschema:"run on a pseudo-terminal (default true); false uses plain pipes with stdout and stderr merged"`
+	Env             map[string]string `json:"env,omitempty" jsonschema:"environment variables merged over the inherited environment"`
+	ClearEnv        bool              `json:"clear_env,omitempty" jsonschema:"start from an empty environment instead of the inherited one"`
+	Stdin           string            `json:"stdin,omitempty" jsonschema:"text written to the program right after it starts"`
+	CloseStdin      bool              `json:"close_stdin,omitempty" jsonschema:"send end-of-file after stdin"`
+	Rows            int               `json:"rows,omitempty" jsonschema:"terminal rows (default 24)"`
+	Cols            int               `json:"cols,omitempty" jsonschema:"terminal columns (default 80)"`
+	YieldTimeMs     *int64            `json:"yield_time_ms,omitempty" jsonschema:"how long to wait for output before returning, in ms (default 10000, max 600000); returns earlier when the program exits or matches wait_for"`
+	MaxOutputTokens *int64            `json:"max_output_tokens,omitempty" jsonschema:"token budget of the returned output (default 10000); longer output keeps its head and tail"`
+	WaitFor         string            `json:"wait_for,omitempty" jsonschema:"regular expression (Go RE2 syntax) matched per line of new output, as grep does (^ and $ match at the line's start and end; the unfinished last line counts too): return as soon as a line matches; the terminal's echo of the call's own input is not matched"`
+	TimeoutMs       int64             `json:"timeout_ms,omitempty" jsonschema:"hard time limit in ms: the session is killed at the limit and reported as timed out (exit code 124)"`
+	Profile         string            `json:"profile,omitempty" jsonschema:"environment profile: agent (default: TERM=xterm-256color, NO_COLOR=1, no cargo progress bar, pagers off, UTF-8 locale) or plain"`
+	Name            string            `json:"name,omitempty" jsonschema:"name of the session, usable wherever a session id goes; if a session of yours with this name is still running, it is returned (with its new output) instead of starting a duplicate"`
+	// ShellIntegration: nil or true adds shell integration to an interactive bash, zsh
+	// or fish (shell.go).
+	ShellIntegration *bool `json:"shell_integration,omitempty" jsonschema:"when the command starts an interactive bash, zsh or fish (cmd or argv bash, zsh, fish, optionally with -i), add shell integration (default true): each command line typed into it then returns when that command ends, with only its output and a shell object (command, exit_code, cwd, duration_ms); false starts the shell as it is"`
 	// Host is routed by the client side (package remote); a session manager refuses it.
 	Host string `json:"host,omitempty" jsonschema:"run on another machine: a name from the user's ptyhub hosts.json, or ssh://[user@]host[:port], docker://CONTAINER, kube://[NAMESPACE/]POD[/CONTAINER]. The session starts in the remote user's home directory (or workdir, resolved there) with the remote environment plus env; its id reads HOST:ID"`
 }

@@ -241,13 +241,7 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := []byte(req.Chars)
-	keys, err := encodeKeys(req.Keys, s.inputModes())
-	if err != nil {
-		return nil, err
-	}
-	data = append(data, keys...)
-	yield, ywarn, err := yieldDuration(s.shellYield(&req, data), DefaultWriteYieldMs)
+	yield, ywarn, err := yieldDuration(req.YieldTimeMs, DefaultWriteYieldMs)
 	if err != nil {
 		return nil, err
 	}
@@ -255,6 +249,15 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 	re, err := compilePattern(req.WaitFor)
 	if err != nil {
 		return nil, err
+	}
+	data := []byte(req.Chars)
+	keys, err := encodeKeys(req.Keys, s.inputModes())
+	if err != nil {
+		return nil, err
+	}
+	data = append(data, keys...)
+	if sy := s.shellYield(&req, data); sy != req.YieldTimeMs {
+		yield = time.Duration(*sy) * time.Millisecond // a default, within the limits
 	}
 	if len(data) > MaxInputBytes {
 		return nil, fmt.Errorf("%w: input is %d bytes, more than %d; write the data to a file and pass its name", ErrInvalid, len(data), MaxInputBytes)

@@ -197,7 +197,11 @@ func TestShellInteractive(t *testing.T) {
 				t.Fatalf("prompt-like output: %q", r.Output)
 			}
 			// A REPL: the command waits for input inside python, then returns to the shell.
-			r = run(t, c, id, "python3 -q\n")
+			// (A long yield: python3 may be a slow pyenv shim on a loaded machine.)
+			r, err = c.Write(context.Background(), session.WriteRequest{SessionID: id, Chars: "python3 -q\n", YieldTimeMs: wMs(60000)})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if testtool.Portable {
 				// Without the kernel's view only the shell's own prompt is an exact wait:
 				// python's is left to the general detection, which may take longer.
