@@ -1,7 +1,7 @@
 // Command record re-records the corpus of real tools under testdata/corpus: each tool's
-// raw output on a pseudo-terminal (24×80) under the agent profile and two other choices of
-// environment, and on a pipe with
-// TERM=dumb NO_COLOR=1, with the exit code of each run. The corpus test replays these
+// raw output on a pseudo-terminal (24×80) under the agent profile and two other choices
+// of environment, and on a pipe with TERM=dumb NO_COLOR=1, with the exit code of each
+// run (-modes picks some of them). The corpus test replays these
 // bytes through the text view; the facts each tool's output must keep are written by
 // hand in testdata/corpus/<tool>/facts and are not touched here.
 //
