@@ -58,6 +58,7 @@ type Manager struct {
 	reg registry
 	// rmu guards reaper, holdLeaders and faults. The reaper is started on first use and
 	// again after it died (reaperdeath.go); each session keeps the one it was started by.
+	// Lock order: Client.mu before rmu; no other lock is taken while rmu is held.
 	rmu         sync.Mutex
 	reaper      *reaper.Reaper
 	holdLeaders bool        // read exit statuses from /proc instead of waiting for the reaper
@@ -507,7 +508,8 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, _, err := m.startReaper(); err != nil {
+	rp, _, err := m.startReaper()
+	if err != nil {
 		return nil, nil, err
 	}
 	now := time.Now()
@@ -516,6 +518,7 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		hub: broadcast.New(m.opts.Retain), wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), exited: make(chan struct{}), drained: make(chan struct{})}
 	s.name = req.Name
+	s.rp.Store(rp)
 	m.mu.Lock()
 	if req.Name != "" {
 		// Checked again here, where sessions are added: of two concurrent starts with

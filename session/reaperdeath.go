@@ -38,7 +38,7 @@ func (m *Manager) watchReaper(rp *reaper.Reaper) {
 	var ids []string
 	m.mu.Lock()
 	for _, s := range m.sessions {
-		if s.rp == rp && !s.isExited() {
+		if s.rp.Load() == rp && !s.isExited() {
 			ids = append(ids, strconv.Itoa(s.id))
 		}
 	}

@@ -203,7 +203,7 @@ func (s *Session) input(data []byte, closeIn bool) (*writeJob, []string, error) 
 			j.closeIn = true
 		}
 		if j.sig != 0 && s.writing.Load() > 0 {
-			if err := s.rp.SignalGroup(s.uuid, j.sig); err == nil {
+			if err := s.rp.Load().SignalGroup(s.uuid, j.sig); err == nil {
 				j.sig = 0
 			}
 		}
@@ -598,7 +598,7 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 				err = syscall.Kill(-pgid, sig)
 			}
 		} else {
-			err = s.rp.SignalGroup(s.uuid, sig)
+			err = s.rp.Load().SignalGroup(s.uuid, sig)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("session: signal %s: %w", pty.SignalName(sig), err)

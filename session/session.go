@@ -42,9 +42,10 @@ type Session struct {
 	wake  chan struct{} // capacity 1: tells the writer the queue has work
 	quit  chan struct{} // closed when the session is torn down: stops the writer
 
-	// rp is the reaper that started the program (set by spawn, never changed): a new
-	// reaper started after this one died knows nothing of the session.
-	rp          *reaper.Reaper
+	// rp is the reaper that started the program: set before the session is in the
+	// manager's table, and again by a spawn that had to start a new one. A reaper
+	// started after this one died knows nothing of the session.
+	rp          atomic.Pointer[reaper.Reaper]
 	leaderStart uint64 // the leader's start time (proc.StartTime), set by spawn
 
 	exited  chan struct{} // closed once the exit status is recorded
@@ -175,7 +176,7 @@ func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
 		}
 		return err
 	}
-	s.rp = rp
+	s.rp.Store(rp)
 	spec.Hold = hold
 	pid, exit, err := rp.Spawn(spec, childIn, childOut, childOut)
 	childIn.Close()
@@ -278,7 +279,7 @@ func (s *Session) writeLoop() {
 		}
 		s.writing.Add(-(int64(len(job.data)) - job.written.Load()))
 		if err == nil && job.sig != 0 {
-			err = s.rp.SignalGroup(s.uuid, job.sig)
+			err = s.rp.Load().SignalGroup(s.uuid, job.sig)
 		}
 		if err == nil && job.closeIn && s.stdin != nil {
 			err = s.stdin.Close()
@@ -372,16 +373,16 @@ func (s *Session) waitExit(exit <-chan reaper.Exit, held bool) {
 			e = *dead
 		case ok:
 			e.Status = ws
-			e.Survivors = s.rp.Survivors(s.uuid)
+			e.Survivors = s.rp.Load().Survivors(s.uuid)
 			// Reaping and sweeping happen aside: nothing on the exit path waits for them.
 			go func() {
-				if _, err := s.rp.Release(s.uuid, s.pid); err != nil {
+				if _, err := s.rp.Load().Release(s.uuid, s.pid); err != nil {
 					s.m.log.Warn("release", "session", s.id, "err", err)
 				}
 			}()
 		default:
 			var err error
-			if e, err = s.rp.Release(s.uuid, s.pid); err != nil {
+			if e, err = s.rp.Load().Release(s.uuid, s.pid); err != nil {
 				e.Err = err
 			}
 		}
@@ -474,7 +475,7 @@ func (s *Session) kill(timedOut bool) []Survivor {
 		s.timedOut = true
 	}
 	s.mu.Unlock()
-	surv, err := s.rp.Kill(s.uuid, reaper.DefaultGrace, true)
+	surv, err := s.rp.Load().Kill(s.uuid, reaper.DefaultGrace, true)
 	if err != nil && !errors.Is(err, reaper.ErrDead) {
 		s.m.log.Warn("kill", "session", s.id, "err", err)
 	}
