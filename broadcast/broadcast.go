@@ -2,11 +2,18 @@
 // an offset-addressed ring, and any number of readers read from their own
 // absolute offsets at their own pace.
 //
-// The producer never blocks on a reader: Write takes a short mutex, copies the
-// bytes and wakes waiters. A reader that falls more than the retained window
-// behind is neither waited for nor dropped; its next read starts at the oldest
-// byte still held and reports exactly how many bytes it missed, so for every
-// reader bytes read + bytes missed == End() once it reaches the end.
+// The producer never blocks on an ordinary reader: Write takes a short mutex,
+// copies the bytes and wakes waiters. A reader that falls more than the
+// retained window behind is neither waited for nor dropped; its next read
+// starts at the oldest byte still held and reports exactly how many bytes it
+// missed, so for every reader bytes read + bytes missed == End() once it
+// reaches the end.
+//
+// One reader may instead hold the stream (Hold): the hub then never drops a
+// byte that reader has not released, and Write waits for it rather than
+// overwrite one. That is the reader that must see every byte (a session's
+// transcript recorder); its lag backpressures the producer, as a slow real
+// terminal backpressures the program writing to it.
 package broadcast
 
 import (
@@ -54,6 +61,12 @@ type Hub struct {
 	notify chan struct{} // nil unless someone waits; closed and cleared by Write and Close
 	at     []atWaiter    // NotifyBatch waiters, woken once End reaches their boundary
 	nat    atomic.Int32  // len(at), for Flush's fast path
+
+	// held: Write keeps every byte from hold on (see Hold). space is closed by
+	// Release and Unhold when a Write waits for room (nil otherwise).
+	held  bool
+	hold  int64
+	space chan struct{}
 }
 
 // atWaiter is a NotifyBatch boundary and the channel of its waiters.
@@ -74,10 +87,13 @@ func New(retain int) *Hub {
 
 // Write appends a copy of p to the stream and wakes every waiter; an empty p
 // does nothing. It is meant for the single producer and never blocks on
-// readers: it holds the hub's mutex only to copy p (and, while the ring is
-// below retain, to grow it by one allocation). Of a p longer than retain
-// only the last retain bytes are kept, but End advances by len(p). After
-// Close it returns 0, ErrClosed.
+// ordinary readers: it holds the hub's mutex only to copy p (and, while the
+// ring is below retain, to grow it by one allocation). Of a p longer than
+// retain only the last retain bytes are kept, but End advances by len(p).
+// While the stream is held (Hold), it instead writes p in pieces and waits
+// before each until the holder has released enough room: it then blocks for
+// as long as the holder lags a whole ring behind. After Close it returns 0,
+// ErrClosed.
 func (h *Hub) Write(p []byte) (int, error) {
 	n := len(p)
 	h.mu.Lock()
@@ -87,6 +103,9 @@ func (h *Hub) Write(p []byte) (int, error) {
 	}
 	if n == 0 {
 		return 0, nil
+	}
+	if h.held {
+		return h.writeHeld(p)
 	}
 	if n > h.retain {
 		// The head of p passes by unseen; everything held before goes too.
@@ -100,6 +119,81 @@ func (h *Hub) Write(p []byte) (int, error) {
 	h.start = max(h.start, h.end-int64(len(h.buf)))
 	h.wake()
 	return n, nil
+}
+
+// writeHeld is Write while the stream is held: each piece waits until it fits
+// in the ring without overwriting a byte at or past the hold. h.mu is held
+// (and released while waiting).
+func (h *Hub) writeHeld(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		k := min(len(p), max(h.retain/2, 1))
+		for h.held && h.end+int64(k)-h.hold > int64(h.retain) {
+			// Wake every batch reader first: the holder may wait for a batch boundary
+			// this Write would have crossed.
+			h.flushLocked()
+			if h.space == nil {
+				h.space = make(chan struct{})
+			}
+			ch := h.space
+			h.mu.Unlock()
+			<-ch
+			h.mu.Lock()
+			if h.closed {
+				return n - len(p), ErrClosed
+			}
+		}
+		h.grow(int(h.end-h.start) + k)
+		put(h.buf, h.end, p[:k])
+		h.end += int64(k)
+		h.start = max(h.start, h.end-int64(len(h.buf)))
+		p = p[k:]
+		h.wake()
+	}
+	return n, nil
+}
+
+// Hold makes the hub keep every byte from offset off on until Release lets it
+// go: Write waits rather than drop one. There is one hold per hub (a second
+// Hold moves it); off must not be below Start. Meant to be called before the
+// producer starts, by the reader that must see every byte.
+func (h *Hub) Hold(off int64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if off < h.start || off > h.end {
+		return fmt.Errorf("%w: hold at %d not in [%d, %d]", ErrOffset, off, h.start, h.end)
+	}
+	h.held, h.hold = true, off
+	return nil
+}
+
+// Release says the holder has consumed the bytes before off: Write may
+// overwrite them, and a Write waiting for room goes on. An off at or below
+// the current hold does nothing; one past End is taken as End.
+func (h *Hub) Release(off int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.held || off <= h.hold {
+		return
+	}
+	h.hold = min(off, h.end)
+	h.signalSpace()
+}
+
+// Unhold ends the hold: Write never waits again, and one waiting goes on.
+func (h *Hub) Unhold() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.held = false
+	h.signalSpace()
+}
+
+// signalSpace wakes a Write waiting for room. h.mu must be held.
+func (h *Hub) signalSpace() {
+	if h.space != nil {
+		close(h.space)
+		h.space = nil
+	}
 }
 
 // grow makes the ring hold at least need bytes (capped at retain), doubling
@@ -138,6 +232,7 @@ func (h *Hub) CloseWithError(err error) {
 	}
 	h.closed, h.err = true, err
 	h.wake()
+	h.signalSpace()
 }
 
 // wake closes the notify channel, if anyone asked for one. h.mu must be held.
@@ -203,6 +298,11 @@ func (h *Hub) Flush() {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.flushLocked()
+}
+
+// flushLocked is Flush with h.mu held.
+func (h *Hub) flushLocked() {
 	for _, w := range h.at {
 		close(w.ch)
 	}

@@ -684,3 +684,101 @@ func TestNotifyBatchSmallRing(t *testing.T) {
 		t.Fatal("not woken at the boundary of a small ring's batch")
 	}
 }
+
+// TestHoldLosesNothing: a holder that reads slowly, in small pieces, through a ring a
+// fraction of the stream's size, gets every byte in order and misses none, while an
+// ordinary reader that never reads is still skipped over, and the producer's writes —
+// some larger than the ring — all complete.
+func TestHoldLosesNothing(t *testing.T) {
+	const retain = 4 << 10
+	h := New(retain)
+	if err := h.Hold(0); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 64*retain)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range want {
+		want[i] = byte(rng.Uint32())
+	}
+	go func() { // the producer: owned by the test, ends with Close
+		for p := want; len(p) > 0; {
+			k := min(len(p), 1+rng.IntN(3*retain))
+			if _, err := h.Write(p[:k]); err != nil {
+				t.Errorf("write: %v", err)
+				return
+			}
+			p = p[k:]
+		}
+		h.Close()
+	}()
+	var got []byte
+	buf := make([]byte, 300)
+	off := int64(0)
+	for {
+		ch := h.Notify()
+		n, missed, err := h.ReadAt(buf, off)
+		if missed != 0 {
+			t.Fatalf("holder missed %d bytes at %d", missed, off)
+		}
+		got = append(got, buf[:n]...)
+		off += int64(n)
+		h.Release(off)
+		if err == io.EOF {
+			break
+		}
+		if n == 0 {
+			<-ch
+		}
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("holder read %d bytes, not the %d written", len(got), len(want))
+	}
+	idle := h.NewCursor(0)
+	_, missed, _ := idle.Read(buf)
+	if missed != int64(len(want))-retain {
+		t.Errorf("an ordinary reader missed %d bytes, want %d", missed, len(want)-retain)
+	}
+}
+
+// TestUnholdAndCloseFreeAWaitingWrite: a Write waiting for a holder that does not read
+// goes on at Unhold, and one waiting at Close returns ErrClosed.
+func TestUnholdAndCloseFreeAWaitingWrite(t *testing.T) {
+	for _, how := range []string{"unhold", "close"} {
+		t.Run(how, func(t *testing.T) {
+			h := New(1024)
+			h.Hold(0)
+			h.Write(make([]byte, 1024))
+			done := make(chan error, 1)
+			go func() { _, err := h.Write([]byte("x")); done <- err }()
+			// The Write cannot complete until the hold is gone: wait until it waits.
+			for {
+				h.mu.Lock()
+				waiting := h.space != nil
+				h.mu.Unlock()
+				if waiting {
+					break
+				}
+				runtime.Gosched()
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("write went on with the ring full and held: %v", err)
+			default:
+			}
+			if how == "unhold" {
+				h.Unhold()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				if h.End() != 1025 {
+					t.Errorf("end %d, want 1025", h.End())
+				}
+				return
+			}
+			h.Close()
+			if err := <-done; !errors.Is(err, ErrClosed) {
+				t.Errorf("write at close: %v, want ErrClosed", err)
+			}
+		})
+	}
+}

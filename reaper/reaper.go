@@ -229,6 +229,10 @@ func (r *Reaper) call(m *msg, fds []int) (reply, error) {
 		r.mu.Lock()
 		delete(r.pending, m.ID)
 		r.mu.Unlock()
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+			// The helper is gone; its waiter may not have noticed yet.
+			return reply{}, fmt.Errorf("%w (%v)", ErrDead, err)
+		}
 		return reply{}, err
 	}
 	resp := <-ch
@@ -371,3 +375,27 @@ func (r *Reaper) Close(timeout time.Duration) error {
 
 // Pid is the helper's process id.
 func (r *Reaper) Pid() int { return r.cmd.Process.Pid }
+
+// Done is closed once the helper process has exited and been waited for, whether asked
+// to (Close) or not (it was killed).
+func (r *Reaper) Done() <-chan struct{} { return r.done }
+
+// Dead reports whether the helper is gone: calls fail with ErrDead.
+func (r *Reaper) Dead() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dead
+}
+
+// ExitText says how the helper ended ("signal: killed", "exit status 1"); "" while it
+// runs.
+func (r *Reaper) ExitText() string {
+	select {
+	case <-r.done:
+		if st := r.cmd.ProcessState; st != nil {
+			return st.String()
+		}
+	default:
+	}
+	return ""
+}

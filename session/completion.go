@@ -161,8 +161,32 @@ func (l *textLog) facts(c *Completion) {
 	}
 }
 
-// completionWait bounds how long a result waits for the recorder to finish the log.
+// completionWait bounds how long a result waits for a recorder that makes no progress
+// to finish the log (a stalled disk).
 const completionWait = 2 * time.Second
+
+// awaitDone waits for the recorder to finish the transcript and the log for as long as it
+// keeps copying output: a recorder at most a ring behind (it holds the hub) always ends,
+// but on a loaded machine that may take longer than completionWait; one that copied
+// nothing for completionWait is given up on.
+func (r *recorder) awaitDone() {
+	t := time.NewTimer(completionWait)
+	defer t.Stop()
+	last := r.copied.Load()
+	for {
+		select {
+		case <-r.done:
+			return
+		case <-t.C:
+			now := r.copied.Load()
+			if now == last {
+				return
+			}
+			last = now
+			t.Reset(completionWait)
+		}
+	}
+}
 
 // completion returns the completion facts of s, or nil while it runs. With wait, it
 // waits (at most completionWait) for the recorder to finish the log. The log's path is
@@ -179,10 +203,7 @@ func (s *Session) completion(wait bool) *Completion {
 	c.OutputBytes = s.hub.End()
 	if r := s.rec; r != nil {
 		if wait {
-			select {
-			case <-r.done:
-			case <-time.After(completionWait):
-			}
+			r.awaitDone()
 		}
 		select {
 		case <-r.done:

@@ -24,9 +24,9 @@ func (s *Session) members() []int {
 		return nil
 	}
 	pids := proc.Descendants(s.pid, 256)
-	if s.m.reaper != nil {
+	if s.rp.Load() != nil {
 		// Orphans the reaper adopted (daemons, jobs of a shell that exited).
-		for _, p := range s.m.reaper.Survivors(s.uuid) {
+		for _, p := range s.rp.Load().Survivors(s.uuid) {
 			if !slices.Contains(pids, p.PID) {
 				pids = append(pids, p.PID)
 			}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -61,11 +62,15 @@ type Manager struct {
 	opts Options
 	log  *slog.Logger
 
-	reg         registry
-	reaperOnce  sync.Once
+	reg registry
+	// rmu guards reaper, holdLeaders and faults. The reaper is started on first use and
+	// again after it died (reaperdeath.go); each session keeps the one it was started by.
+	// Lock order: Client.mu before rmu; no other lock is taken while rmu is held.
+	rmu         sync.Mutex
 	reaper      *reaper.Reaper
-	reaperErr   error
-	holdLeaders bool // read exit statuses from /proc instead of waiting for the reaper
+	holdLeaders bool        // read exit statuses from /proc instead of waiting for the reaper
+	faults      []string    // what went wrong in the manager itself, told once to each client
+	closing     atomic.Bool // Close has begun: a reaper's exit is no fault
 
 	mu      sync.Mutex
 	nextID  int
@@ -176,14 +181,22 @@ func NewManager(opts Options) (*Manager, error) {
 	return &Manager{opts: opts, log: opts.Logger, sessions: map[int]*Session{}, pools: map[string]map[int]*Session{}, ended: map[string]map[int]*Session{}, leaving: map[string]int{}}, nil
 }
 
-// startReaper starts the helper process on first use.
-func (m *Manager) startReaper() error {
+// startReaper returns the helper process, started on first use or again when the last
+// one died, and whether leaders are held (see reaper.Spec.Hold).
+func (m *Manager) startReaper() (*reaper.Reaper, bool, error) {
 	m.reg.init(m.opts.StateDir, m.log.Info)
-	m.reaperOnce.Do(func() {
-		m.reaper, m.reaperErr = reaper.Start(m.log)
-		m.holdLeaders = m.reaperErr == nil && m.reaper.CanReadExitStatus()
-	})
-	return m.reaperErr
+	m.rmu.Lock()
+	defer m.rmu.Unlock()
+	if m.reaper != nil && !m.reaper.Dead() {
+		return m.reaper, m.holdLeaders, nil
+	}
+	rp, err := reaper.Start(m.log)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %w", errNoReaper, err)
+	}
+	m.reaper, m.holdLeaders = rp, rp.CanReadExitStatus()
+	go m.watchReaper(rp)
+	return rp, m.holdLeaders, nil
 }
 
 // NewClient returns a handle for one agent or CLI connection whose sessions start in this
@@ -228,6 +241,7 @@ func (m *Manager) NewClientFor(name string, caller Caller) (*Client, error) {
 // Close ends every session (whole process trees) and the reaper, then returns. Starts
 // that began before it complete first and their sessions are ended too; later starts fail.
 func (m *Manager) Close(ctx context.Context) error {
+	m.closing.Store(true)
 	m.mu.Lock()
 	m.closed = true
 	m.mu.Unlock()
@@ -245,12 +259,15 @@ func (m *Manager) Close(ctx context.Context) error {
 		m.reg.returnIDs(given, reserved)
 	}
 	defer m.shells.Close()
-	if m.reaper == nil {
+	m.rmu.Lock()
+	rp := m.reaper
+	m.rmu.Unlock()
+	if rp == nil {
 		return nil
 	}
 	// One sweep of everything the reaper started (one walk of its process tree per
 	// round), not one per session: closing costs O(processes), not O(sessions²).
-	if _, err := m.reaper.Kill("", reaper.DefaultGrace, false); err != nil && !errors.Is(err, reaper.ErrDead) {
+	if _, err := rp.Kill("", reaper.DefaultGrace, false); err != nil && !errors.Is(err, reaper.ErrDead) {
 		m.log.Warn("close: kill all", "err", err)
 	}
 wait:
@@ -263,7 +280,7 @@ wait:
 	}
 	m.recs.closeAll(ctx)
 	m.reg.close()
-	return m.reaper.Close(5 * time.Second)
+	return rp.Close(5 * time.Second)
 }
 
 // Running counts the sessions whose program has not exited.
@@ -533,7 +550,8 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 	if err := m.checkFDs(live); err != nil {
 		return nil, nil, err
 	}
-	if err := m.startReaper(); err != nil {
+	rp, _, err := m.startReaper()
+	if err != nil {
 		return nil, nil, err
 	}
 	now := time.Now()
@@ -545,6 +563,7 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		quit: make(chan struct{}), exited: make(chan struct{}), drained: make(chan struct{}),
 		inFlight: 1}
 	s.name = req.Name
+	s.rp.Store(rp)
 	if shell != "" {
 		s.sh = shellint.NewTracker(shell, getenv(env, "PWD"))
 	}
@@ -613,7 +632,11 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 	path, lerr := lookPath(argv[0], getenv(env, "PATH"), dir)
 	if lerr == nil {
 		lerr = s.spawn(reaper.Spec{Path: path, Argv: argv, Env: env, Dir: dir, Tag: id}, rows, cols)
-		if rerr := resourceError(lerr, live-1); rerr != lerr {
+		if errors.Is(lerr, reaper.ErrDead) {
+			// The helper died between its start and this spawn: once more with a new one.
+			lerr = s.spawn(reaper.Spec{Path: path, Argv: argv, Env: env, Dir: dir, Tag: id}, rows, cols)
+		}
+		if rerr := spawnError(resourceError(lerr, live-1)); rerr != lerr {
 			// Out of descriptors, ptys or processes: no session, an error that names
 			// the limit (never an exit code that means something else).
 			m.mu.Lock()
@@ -666,6 +689,8 @@ type Client struct {
 
 	mu    sync.Mutex
 	ended []Ended
+
+	faultsSeen int // the manager's faults this client was told of (guarded by m.rmu)
 }
 
 var _ Service = (*Client)(nil)
@@ -685,7 +710,7 @@ func (c *Client) noteEnded(s *Session) {
 func (c *Client) notices(skip *Session, warns []string) Notices {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := Notices{EndedSinceLastCall: []Ended{}, Warnings: warns}
+	n := Notices{EndedSinceLastCall: []Ended{}, Warnings: append(warns, c.m.takeFaults(&c.faultsSeen)...)}
 	if n.Warnings == nil {
 		n.Warnings = []string{}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ptyhub/ptyhub/transcript"
@@ -12,10 +13,13 @@ import (
 
 // Recording (SPEC §3.2, §6; issue 5). Every session records its transcript,
 // <StateDir>/sessions/<uuid>.cast, through a recorder: a hub subscriber with
-// its own goroutine and cursor, so the disk never slows the reader, the
-// program or the agent. If the recorder falls behind the ring, the transcript
-// gets a marker with the number of bytes lost; a disk error ends the
-// transcript (a marker if it can still be written, and one log line).
+// its own goroutine and cursor. The recorder holds the hub (broadcast.Hub.Hold):
+// the ring never drops a byte it has not copied, so a recorder that lags a
+// whole ring behind makes the session's reader wait, and through the pty the
+// program, as a slow terminal would; the agent and attached humans never slow
+// anything. So the transcript has every byte up to its cap; a disk error ends
+// the transcript (a marker if it can still be written, and one log line) but
+// not the reading, which goes on to keep the digest of the output.
 //
 // Offsets that have left the ring are read back from the raw spill
 // <uuid>.raw (see package transcript), created once the output passes half the
@@ -62,6 +66,8 @@ type recorder struct {
 	// log is the text log and digest of the output (completion.go), set by the goroutine
 	// once it finished it.
 	log *textLog
+
+	copied atomic.Int64 // output offset the goroutine has copied up to (awaitDone)
 
 	wake chan struct{} // capacity 1: events were queued or stop was called
 	done chan struct{} // closed when the goroutine has closed the transcript
@@ -212,6 +218,9 @@ func startRecorder(s *Session, rows, cols int) *recorder {
 	h := transcript.Header{Width: cols, Height: rows, Command: s.command, SessionID: s.id, Name: s.name,
 		Env: map[string]string{"TERM": "xterm-256color", "SHELL": defaultShell(os.Environ())}}
 	r := &recorder{s: s, wake: make(chan struct{}, 1), done: make(chan struct{}), ready: make(chan struct{})}
+	// Held from the first byte: the reader has not started, and the goroutine reads from
+	// offset 0 once the files exist.
+	s.hub.Hold(0)
 	m.recs.add(r)
 	go r.run(dir, h)
 	return r
@@ -317,6 +326,8 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b 
 // stops once the output has ended (hub closed and read) and the exit is known
 // or stop was called; then it closes the transcript and closes done.
 func (r *recorder) run(dir string, h transcript.Header) {
+	// However the goroutine ends, the session's reader must never wait for it again.
+	defer r.s.hub.Unhold()
 	defer func() {
 		r.mu.Lock()
 		r.finished = true
@@ -329,10 +340,12 @@ func (r *recorder) run(dir string, h transcript.Header) {
 	}()
 	// The files are created here, not on the exec path; output waits in the hub (the
 	// recorder reads from offset 0), events in the queue.
+	// Output that fits in the ring is read from the ring: the spill (and its fd) is
+	// created only once the output passes half the ring, from the ring's copy; so the
+	// hold stays at 0 until then (the first Output past spillAfter creates the spill).
+	spillAfter := int64(r.s.m.opts.Retain / 2)
 	w, err := transcript.Create(dir, r.s.uuid, h, r.s.started, transcript.Options{Cap: r.s.m.opts.RecordCap, Spill: true,
-		// Output that fits in the ring is read from the ring: the spill (and its fd) is
-		// created only once the output passes half the ring, from the ring's copy.
-		SpillAfter: int64(r.s.m.opts.Retain / 2),
+		SpillAfter: spillAfter,
 		Backfill: func(p []byte, off int64) (int, int64) {
 			n, missed, _ := r.s.hub.ReadAt(p, off)
 			return n, missed
@@ -375,6 +388,10 @@ func (r *recorder) run(dir string, h transcript.Header) {
 				r.w.Output(time.Now(), cur, buf[:n])
 				tl.output(buf[:n])
 				cur += int64(n)
+				r.copied.Store(cur)
+				if cur > spillAfter {
+					hub.Release(cur)
+				}
 			}
 			if err != nil {
 				return true

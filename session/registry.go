@@ -182,7 +182,7 @@ func (r *registry) add(s *Session) {
 	if r.dir == "" {
 		return
 	}
-	b, _ := json.Marshal(regEntry{UUID: s.uuid, Leader: s.pid, LeaderStart: procStart(s.pid), Owner: r.self, OwnerStart: r.start})
+	b, _ := json.Marshal(regEntry{UUID: s.uuid, Leader: s.pid, LeaderStart: s.leaderStart, Owner: r.self, OwnerStart: r.start})
 	line := append(append([]byte{'+'}, b...), '\n')
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -84,6 +84,9 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 		}
 		r.Survivors, r.SurvivorsMore = listSurvivors(s.survivors)
 		r.Pruned = s.pruned
+		if s.exitErr != nil {
+			warns = append(warns, s.exitErr.Error())
+		}
 		r.DurationMs = float64(s.exitedAt.Sub(s.started).Microseconds()) / 1000
 		s.mu.Unlock()
 		skip = s
@@ -208,7 +211,7 @@ func (s *Session) input(data []byte, closeIn bool) (*writeJob, []string, error) 
 			j.closeIn = true
 		}
 		if j.sig != 0 && s.writing.Load() > 0 {
-			if err := s.m.reaper.SignalGroup(s.uuid, j.sig); err == nil {
+			if err := s.rp.Load().SignalGroup(s.uuid, j.sig); err == nil {
 				j.sig = 0
 			}
 		}
@@ -637,7 +640,7 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 				err = syscall.Kill(-pgid, sig)
 			}
 		} else {
-			err = c.m.reaper.SignalGroup(s.uuid, sig)
+			err = s.rp.Load().SignalGroup(s.uuid, sig)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("session: signal %s: %w", pty.SignalName(sig), err)

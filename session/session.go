@@ -43,6 +43,12 @@ type Session struct {
 	wake  chan struct{} // capacity 1: tells the writer the queue has work
 	quit  chan struct{} // closed when the session is torn down: stops the writer
 
+	// rp is the reaper that started the program: set before the session is in the
+	// manager's table, and again by a spawn that had to start a new one. A reaper
+	// started after this one died knows nothing of the session.
+	rp          atomic.Pointer[reaper.Reaper]
+	leaderStart uint64 // the leader's start time (proc.StartTime), set by spawn
+
 	exited  chan struct{} // closed once the exit status is recorded
 	drained chan struct{} // closed when the reader reached the end of output
 
@@ -174,8 +180,21 @@ func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
 			return fmt.Errorf("pipe: %w", err)
 		}
 	}
-	spec.Hold = s.m.holdLeaders
-	pid, exit, err := s.m.reaper.Spawn(spec, childIn, childOut, childOut)
+	rp, hold, err := s.m.startReaper()
+	if err != nil {
+		childIn.Close()
+		if childOut != childIn {
+			childOut.Close()
+		}
+		s.output.Close()
+		if s.stdin != nil {
+			s.stdin.Close()
+		}
+		return err
+	}
+	s.rp.Store(rp)
+	spec.Hold = hold
+	pid, exit, err := rp.Spawn(spec, childIn, childOut, childOut)
 	childIn.Close()
 	if childOut != childIn {
 		childOut.Close()
@@ -188,6 +207,7 @@ func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
 		return err
 	}
 	s.pid = pid
+	s.leaderStart = procStart(pid)
 	s.m.reg.add(s)
 	s.startFeatures(rows, cols)
 	go s.readLoop()
@@ -278,7 +298,7 @@ func (s *Session) writeLoop() {
 		}
 		s.writing.Add(-(int64(len(job.data)) - job.written.Load()))
 		if err == nil && job.sig != 0 {
-			err = s.m.reaper.SignalGroup(s.uuid, job.sig)
+			err = s.rp.Load().SignalGroup(s.uuid, job.sig)
 		}
 		if err == nil && job.closeIn && s.stdin != nil {
 			err = s.stdin.Close()
@@ -372,25 +392,33 @@ func (s *Session) waitExit(exit <-chan reaper.Exit, held bool) {
 			e = *dead
 		case ok:
 			e.Status = ws
-			e.Survivors = s.m.reaper.Survivors(s.uuid)
+			e.Survivors = s.rp.Load().Survivors(s.uuid)
 			// Reaping and sweeping happen aside: nothing on the exit path waits for them.
 			go func() {
-				if _, err := s.m.reaper.Release(s.uuid, s.pid); err != nil {
+				if _, err := s.rp.Load().Release(s.uuid, s.pid); err != nil {
 					s.m.log.Warn("release", "session", s.id, "err", err)
 				}
 			}()
 		default:
 			var err error
-			if e, err = s.m.reaper.Release(s.uuid, s.pid); err != nil {
+			if e, err = s.rp.Load().Release(s.uuid, s.pid); err != nil {
 				e.Err = err
 			}
 		}
 	} else {
 		e = <-exit
 	}
+	if e.Err != nil {
+		// The reaper died with the program still running: nothing else will end what it
+		// held, so the manager does, before the session is seen as exited.
+		e.Survivors = s.sweepOrphaned()
+	}
 	s.mu.Lock()
 	if e.Err != nil {
 		s.exitErr = e.Err
+		if errors.Is(e.Err, reaper.ErrDead) {
+			s.exitErr = errReaperDied
+		}
 		s.exit = pty.ExitStatus{Code: -1, Signal: syscall.SIGKILL}
 	} else {
 		s.exit = pty.DecodeWaitStatus(e.Status)
@@ -466,7 +494,7 @@ func (s *Session) kill(timedOut bool) []Survivor {
 		s.timedOut = true
 	}
 	s.mu.Unlock()
-	surv, err := s.m.reaper.Kill(s.uuid, reaper.DefaultGrace, true)
+	surv, err := s.rp.Load().Kill(s.uuid, reaper.DefaultGrace, true)
 	if err != nil && !errors.Is(err, reaper.ErrDead) {
 		s.m.log.Warn("kill", "session", s.id, "err", err)
 	}

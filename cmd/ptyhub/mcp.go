@@ -222,6 +222,9 @@ func agentManager(log *slog.Logger, stderr io.Writer, spareIDs string) (*session
 		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", oneLine(err.Error()))
 		return nil, exitError
 	}
+	// At start, not at the first session: what an agent that died with its reaper left
+	// running is ended now, aside, even if this agent never runs a command.
+	mgr.Recover()
 	return mgr, 0
 }
 
