@@ -369,6 +369,16 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 	return r, nil
 }
 
+// Web asks the server to start its browser view on listen (host:port; "" for a free
+// port on 127.0.0.1) unless it runs already, and returns the page's URL with its token.
+func (c *Client) Web(ctx context.Context, listen string) (string, error) {
+	var r webReply
+	if err := c.call(ctx, opWeb, webBody{Listen: listen}, &r); err != nil {
+		return "", err
+	}
+	return r.URL, nil
+}
+
 // Kill implements session.Service.
 func (c *Client) Kill(ctx context.Context, req session.KillRequest) (*session.KillResult, error) {
 	r := &session.KillResult{}

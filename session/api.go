@@ -253,6 +253,9 @@ type Info struct {
 	LastOutputAgoMs *int64 `json:"last_output_ago_ms,omitempty"`
 	// WaitingForInput: the program in the foreground waits for terminal input.
 	WaitingForInput bool `json:"waiting_for_input,omitempty"`
+	// PasswordPrompt: the terminal has echo off in canonical mode (a password prompt);
+	// what a person types there never reaches the output or the transcript.
+	PasswordPrompt bool `json:"password_prompt,omitempty"`
 	// Completion is set once the session has exited (completion.go); its output_bytes
 	// is OutputSize.
 	*Completion
