@@ -89,8 +89,8 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		}
 	}
 
-	if tools, _ := steps["list_tools"]["tools"].([]any); len(tools) != 7 {
-		t.Errorf("list_tools: %v, want the seven tools", steps["list_tools"]["tools"])
+	if tools, _ := steps["list_tools"]["tools"].([]any); len(tools) != 8 {
+		t.Errorf("list_tools: %v, want the eight tools", steps["list_tools"]["tools"])
 	}
 	text, st := get("exec_echo", false)
 	contains("exec_echo", text, "Process exited with code 0")

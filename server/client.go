@@ -379,6 +379,15 @@ func (c *Client) Web(ctx context.Context, listen string) (string, error) {
 	return r.URL, nil
 }
 
+// AskHuman implements session.Asker.
+func (c *Client) AskHuman(ctx context.Context, req session.AskRequest) (*session.AskResult, error) {
+	r := &session.AskResult{}
+	if err := c.call(ctx, opAsk, req, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // Kill implements session.Service.
 func (c *Client) Kill(ctx context.Context, req session.KillRequest) (*session.KillResult, error) {
 	r := &session.KillResult{}

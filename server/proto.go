@@ -46,6 +46,7 @@ const (
 	opWatch  = "watch"
 	opStatus = "status" // the server's health: body none, reply Status
 	opWeb    = "web"    // start the browser view: body webBody, reply webReply
+	opAsk    = "ask"    // ask for a person: body session.AskRequest, reply session.AskResult
 	opCancel = "cancel"
 	opBye    = "bye" // end the connection; body byeBody: sessions owned by it end unless keep
 	opReply  = "reply"

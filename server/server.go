@@ -677,6 +677,11 @@ func (s *Server) dispatch(ctx context.Context, c session.Service, f *frame) (r *
 				out = webReply{URL: url}
 			}
 		}
+	case opAsk:
+		var req session.AskRequest
+		if err = strictDecode(f.Body, &req); err == nil {
+			out, err = askHuman(c, ctx, req)
+		}
 	case opKill:
 		var req session.KillRequest
 		if err = strictDecode(f.Body, &req); err == nil {
@@ -769,6 +774,22 @@ func (s *Server) serveAttach(c *net.UnixConn, hf *frame, h hello, w *Welcome) {
 		}
 	}()
 	defer func() { c.Close(); <-inDone }()
+	if !h.Watch {
+		// The bell: rings the attached terminal each time an agent asks for a person
+		// here. Owned by this function; ends with ctx (the connection's end).
+		go func() {
+			for {
+				select {
+				case <-a.Asked():
+					if out.send(&frame{Op: opOutput, Data: []byte("\a")}) != nil {
+						return
+					}
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
 
 	var off int64
 	if h.Watch {

@@ -80,6 +80,7 @@ type Session struct {
 	scr *screenState // screen.go: terminal emulator, query answers, screen view
 	rec *recorder    // record.go: asciicast transcript on disk
 	att attachState  // attach.go: attached human clients
+	ask askState     // ask.go: an agent asking for a person
 
 	xoff  atomic.Bool // a ^S stopped the terminal's output (noteFlow)
 	ahead waitState   // the writer's own cache for holdTypeahead
