@@ -72,7 +72,7 @@ func (a *askState) rang() <-chan struct{} {
 	return a.rung
 }
 
-// human records input typed by an attached person.
+// noteHumanInput records input typed by an attached person.
 func (s *Session) noteHumanInput(p []byte) {
 	canon := true
 	if s.tty {
