@@ -89,8 +89,8 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		}
 	}
 
-	if tools, _ := steps["list_tools"]["tools"].([]any); len(tools) != 7 {
-		t.Errorf("list_tools: %v, want the seven tools", steps["list_tools"]["tools"])
+	if tools, _ := steps["list_tools"]["tools"].([]any); len(tools) != 8 {
+		t.Errorf("list_tools: %v, want the eight tools", steps["list_tools"]["tools"])
 	}
 	text, st := get("exec_echo", false)
 	contains("exec_echo", text, "Process exited with code 0")
@@ -154,11 +154,21 @@ func TestMCPTypeScriptClient(t *testing.T) {
 // e2eClientDir returns a directory holding client.mjs and node_modules of the pinned SDK.
 func e2eClientDir(t *testing.T) string {
 	t.Helper()
-	src, err := filepath.Abs(filepath.Join("testdata", "mcpclient"))
+	return e2eNodeDir(t, "mcpclient", "@modelcontextprotocol/sdk", "client.mjs", "callers.mjs", "notify.mjs", "steps.mjs", "waiting.mjs")
+}
+
+// e2eNodeDir returns a directory holding the scripts of testdata/NAME and the
+// node_modules of its package-lock.json (where package pkg is installed): those in
+// testdata/NAME when present (.ci/run installs them there), else installed once into the
+// user cache dir.
+func e2eNodeDir(t *testing.T, name, pkg string, scripts ...string) string {
+	t.Helper()
+	src, err := filepath.Abs(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(src, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil {
+	marker := filepath.Join("node_modules", filepath.FromSlash(pkg), "package.json")
+	if _, err := os.Stat(filepath.Join(src, marker)); err == nil {
 		return src
 	}
 	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
@@ -170,8 +180,8 @@ func e2eClientDir(t *testing.T) string {
 	if err != nil {
 		cache = os.TempDir()
 	}
-	dir := filepath.Join(cache, "ptyhub-test", "mcpclient-"+hex.EncodeToString(sum[:6]))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+	dir := filepath.Join(cache, "ptyhub-test", name+"-"+hex.EncodeToString(sum[:6]))
+	if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
 		// Install into a fresh directory, then move it into place, so concurrent runs and
 		// interrupted installs never leave a half-filled cache.
 		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
@@ -190,11 +200,11 @@ func e2eClientDir(t *testing.T) string {
 		npm := osexec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
 		npm.Dir = tmp
 		if out, err := npm.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci for the TypeScript MCP client: %v\n%s", err, out)
+			t.Fatalf("npm ci in testdata/%s: %v\n%s", name, err, out)
 		}
 		if err := os.Rename(tmp, dir); err != nil {
 			if _, serr := os.Stat(filepath.Join(dir, "node_modules")); serr != nil {
-				t.Fatalf("installing the TypeScript MCP client: %v", err)
+				t.Fatalf("installing testdata/%s: %v", name, err)
 			} // else another run installed it first
 		}
 	}
@@ -202,7 +212,7 @@ func e2eClientDir(t *testing.T) string {
 	// this checkout's, in a directory of this test's own, so a concurrent run of another
 	// version cannot swap them.
 	own := t.TempDir()
-	for _, f := range []string{"client.mjs", "callers.mjs", "notify.mjs", "steps.mjs", "waiting.mjs"} {
+	for _, f := range scripts {
 		e2eCopy(t, filepath.Join(src, f), filepath.Join(own, f))
 	}
 	if err := os.Symlink(filepath.Join(dir, "node_modules"), filepath.Join(own, "node_modules")); err != nil {

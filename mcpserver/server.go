@@ -49,6 +49,9 @@ type Options struct {
 	// ShutdownTimeout bounds how long Serve waits for in-flight calls to answer after its
 	// context ends (default 5 s).
 	ShutdownTimeout time.Duration
+	// WebURL returns the URL (with its token) of the browser view of the sessions,
+	// starting it if needed, for ask_human to send the person to (nil: no view).
+	WebURL func(ctx context.Context) (string, error)
 }
 
 // Server is an MCP server exposing one session.Service.
@@ -197,6 +200,10 @@ func (s *Server) addTools() {
 		Name: "wait_sessions", Title: "Wait for the first of several sessions", Description: descWait,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: f},
 	}, s.svc.Wait)
+	addTool(s, &mcp.Tool{
+		Name: "ask_human", Title: "Ask a person to take over a session", Description: descAsk,
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: f, OpenWorldHint: t},
+	}, s.askHuman)
 }
 
 // inputSchema is the schema of T as the SDK would derive it, with optional fields typed
@@ -234,6 +241,7 @@ var toolArgs = map[string]string{
 	"kill_session":   argNames[session.KillRequest](),
 	"resize_session": argNames[session.ResizeRequest](),
 	"wait_sessions":  argNames[session.WaitRequest](),
+	"ask_human":      argNames[session.AskRequest](),
 }
 
 func argNames[T any]() string {
@@ -392,6 +400,10 @@ func normalizeArguments(tool string, args json.RawMessage) (json.RawMessage, []s
 	return out, ignored
 }
 
+// requestKey carries a tool call's request in its context (ask_human elicits through
+// its session).
+type requestKey struct{}
+
 // texter is every result type: it renders itself for the model.
 type texter interface{ Text() string }
 
@@ -417,6 +429,7 @@ func handler[In any, Out texter](s *Server, call func(context.Context, In) (Out,
 		stop := context.AfterFunc(s.base, cancel)
 		defer stop()
 
+		ctx = context.WithValue(ctx, requestKey{}, req)
 		stopProgress := s.progress(ctx, req, in)
 		out, err := call(ctx, in)
 		stopProgress()

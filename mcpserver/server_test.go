@@ -23,6 +23,7 @@ type fakeService struct {
 	kill   func(context.Context, session.KillRequest) (*session.KillResult, error)
 	resize func(context.Context, session.ResizeRequest) (*session.ResizeResult, error)
 	wait   func(context.Context, session.WaitRequest) (*session.WaitResult, error)
+	ask    func(context.Context, session.AskRequest) (*session.AskResult, error)
 
 	mu    sync.Mutex
 	calls []any
@@ -72,6 +73,11 @@ func (f *fakeService) Watch(ctx context.Context, r session.WatchRequest) (*sessi
 func (f *fakeService) Wait(ctx context.Context, r session.WaitRequest) (*session.WaitResult, error) {
 	f.record(r)
 	return f.wait(ctx, r)
+}
+
+func (f *fakeService) AskHuman(ctx context.Context, r session.AskRequest) (*session.AskResult, error) {
+	f.record(r)
+	return f.ask(ctx, r)
 }
 
 // connect serves svc on an in-memory transport and returns a connected Go client.
@@ -147,6 +153,7 @@ func TestListTools(t *testing.T) {
 		"kill_session":   {"session_id", "signal", "remove"},
 		"resize_session": {"session_id", "rows", "cols"},
 		"wait_sessions":  {"session_ids", "until", "wait_for", "timeout_ms", "max_output_tokens"},
+		"ask_human":      {"session_id", "message", "timeout_ms"},
 	}
 	got := map[string]bool{}
 	for _, tool := range res.Tools {

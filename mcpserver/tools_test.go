@@ -97,6 +97,9 @@ func TestToolOutputsMatchSchemas(t *testing.T) {
 			wait: func(context.Context, session.WaitRequest) (*session.WaitResult, error) {
 				return pick(func() any { return filled[session.WaitResult]() }, &session.WaitResult{}).(*session.WaitResult), nil
 			},
+			ask: func(context.Context, session.AskRequest) (*session.AskResult, error) {
+				return pick(func() any { return filled[session.AskResult]() }, &session.AskResult{}).(*session.AskResult), nil
+			},
 		}
 		cs := connect(t, f, Options{})
 		tools, err := cs.ListTools(context.Background(), nil)
@@ -111,6 +114,7 @@ func TestToolOutputsMatchSchemas(t *testing.T) {
 			"kill_session":   {"session_id": "1"},
 			"resize_session": {"session_id": "1", "rows": 24, "cols": 80},
 			"wait_sessions":  {},
+			"ask_human":      {"session_id": "1"},
 		}
 		for _, tool := range tools.Tools {
 			a, ok := args[tool.Name]

@@ -402,6 +402,20 @@ func (m *Multi) Write(ctx context.Context, req session.WriteRequest) (*session.R
 	return r, err
 }
 
+// AskHuman implements session.Asker.
+func (m *Multi) AskHuman(ctx context.Context, req session.AskRequest) (*session.AskResult, error) {
+	svc, name := m.at(&req.SessionID)
+	a, ok := svc.(session.Asker)
+	if !ok {
+		return nil, fmt.Errorf("%w: this ptyhub cannot ask for a person", session.ErrInvalid)
+	}
+	r, err := a.AskHuman(ctx, req)
+	if r != nil {
+		m.finish(name, &r.SessionID, &r.Notices)
+	}
+	return r, err
+}
+
 // Read implements session.Service.
 func (m *Multi) Read(ctx context.Context, req session.ReadRequest) (*session.Result, error) {
 	svc, name := m.at(&req.SessionID)

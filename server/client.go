@@ -409,6 +409,25 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 	return r, nil
 }
 
+// Web asks the server to start its browser view on listen (host:port; "" for a free
+// port on 127.0.0.1) unless it runs already, and returns the page's URL with its token.
+func (c *Client) Web(ctx context.Context, listen string) (string, error) {
+	var r webReply
+	if err := c.call(ctx, opWeb, webBody{Listen: listen}, &r); err != nil {
+		return "", err
+	}
+	return r.URL, nil
+}
+
+// AskHuman implements session.Asker.
+func (c *Client) AskHuman(ctx context.Context, req session.AskRequest) (*session.AskResult, error) {
+	r := &session.AskResult{}
+	if err := c.call(ctx, opAsk, req, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // Kill implements session.Service.
 func (c *Client) Kill(ctx context.Context, req session.KillRequest) (*session.KillResult, error) {
 	r := &session.KillResult{}

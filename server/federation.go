@@ -63,6 +63,20 @@ func routed[Req, Res any](f *Federation, ctx context.Context, id string, req Req
 	return call(m.Svc, ctx, req)
 }
 
+// AskHuman implements session.Asker.
+func (f *Federation) AskHuman(ctx context.Context, req session.AskRequest) (*session.AskResult, error) {
+	return routed(f, ctx, req.SessionID, req, askHuman)
+}
+
+// askHuman asks svc for a person, when it can.
+func askHuman(svc session.Service, ctx context.Context, req session.AskRequest) (*session.AskResult, error) {
+	a, ok := svc.(session.Asker)
+	if !ok {
+		return nil, fmt.Errorf("%w: this ptyhub cannot ask for a person", session.ErrInvalid)
+	}
+	return a.AskHuman(ctx, req)
+}
+
 // Write implements session.Service.
 func (f *Federation) Write(ctx context.Context, req session.WriteRequest) (*session.Result, error) {
 	return routed(f, ctx, req.SessionID, req, session.Service.Write)

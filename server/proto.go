@@ -45,6 +45,8 @@ const (
 	opWait   = "wait"
 	opWatch  = "watch"
 	opStatus = "status" // the server's health: body none, reply Status
+	opWeb    = "web"    // start the browser view: body webBody, reply webReply
+	opAsk    = "ask"    // ask for a person: body session.AskRequest, reply session.AskResult
 	opCancel = "cancel"
 	opBye    = "bye" // end the connection; body byeBody: sessions owned by it end unless keep
 	opReply  = "reply"
@@ -129,6 +131,14 @@ type Welcome struct {
 	// Attach mode.
 	SessionID string `json:"session_id,omitempty"`
 	Command   string `json:"command,omitempty"`
+}
+
+type webBody struct {
+	Listen string `json:"listen,omitempty"`
+}
+
+type webReply struct {
+	URL string `json:"url"`
 }
 
 type byeBody struct {

@@ -59,6 +59,18 @@ type Options struct {
 	// (a remote agent, see DialOptions.Token) outlive its unannounced end, waiting for
 	// the client to come back (default 60 s).
 	Grace time.Duration
+	// Web is the browser view the server starts when a client asks (ptyhub web) and
+	// closes when Serve returns (nil: the server has none).
+	Web WebView
+}
+
+// WebView is a browser view of the server's sessions (package web).
+type WebView interface {
+	// Start listens on listen (host:port; "" for the default) unless already listening
+	// and returns the page's URL with its token.
+	Start(listen string) (url string, err error)
+	// Close stops listening and ends the page's connections.
+	Close() error
 }
 
 // DefaultGrace is Options.Grace's default.
@@ -256,6 +268,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.mu.Unlock()
 	if s.hosts != nil {
 		s.hosts.close()
+	}
+	if s.opts.Web != nil {
+		s.opts.Web.Close()
 	}
 	if s.lock != nil {
 		s.lock.Close()
@@ -651,6 +666,22 @@ func (s *Server) dispatch(ctx context.Context, c session.Service, f *frame) (r *
 			Connections: conns, UptimeMs: time.Since(s.started).Milliseconds()}
 		st.Hosts = s.hostStatuses(ctx)
 		out = st
+	case opWeb:
+		var req webBody
+		if err = strictDecode(f.Body, &req); err == nil {
+			if s.opts.Web == nil {
+				err = errors.New("this ptyhub server has no web view")
+			} else {
+				var url string
+				url, err = s.opts.Web.Start(req.Listen)
+				out = webReply{URL: url}
+			}
+		}
+	case opAsk:
+		var req session.AskRequest
+		if err = strictDecode(f.Body, &req); err == nil {
+			out, err = askHuman(c, ctx, req)
+		}
 	case opKill:
 		var req session.KillRequest
 		if err = strictDecode(f.Body, &req); err == nil {
@@ -749,6 +780,22 @@ func (s *Server) serveAttach(c *net.UnixConn, hf *frame, h hello, w *Welcome) {
 		}
 	}()
 	defer func() { c.Close(); <-inDone }()
+	if !h.Watch {
+		// The bell: rings the attached terminal each time an agent asks for a person
+		// here. Owned by this function; ends with ctx (the connection's end).
+		go func() {
+			for {
+				select {
+				case <-a.Asked():
+					if out.send(&frame{Op: opOutput, Data: []byte("\a")}) != nil {
+						return
+					}
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
 
 	var off int64
 	if h.Watch {

@@ -270,6 +270,13 @@ type Info struct {
 	WaitingForInput bool `json:"waiting_for_input,omitempty"`
 	// Shell is an integrated shell's state (shell.go).
 	Shell *ShellState `json:"shell,omitempty" jsonschema:"the state of a bash, zsh or fish with shell integration"`
+	// PasswordPrompt: the terminal has echo off in canonical mode (a password prompt);
+	// what a person types there never reaches the output or the transcript.
+	PasswordPrompt bool `json:"password_prompt,omitempty"`
+	// NeedsHuman: an agent asked for a person here (ask_human) and waits; HumanMessage is
+	// what it asked them to do.
+	NeedsHuman   bool   `json:"needs_human,omitempty"`
+	HumanMessage string `json:"human_message,omitempty"`
 	// Completion is set once the session has exited (completion.go); its output_bytes
 	// is OutputSize.
 	*Completion

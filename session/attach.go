@@ -71,6 +71,9 @@ func (m *Manager) Attach(id string, opts AttachOptions) (*Attachment, error) {
 		s.att.clients = append(s.att.clients, a)
 		s.att.mu.Unlock()
 	}
+	if !a.ReadOnly() {
+		s.noteWriter(1)
+	}
 	return a, nil
 }
 
@@ -177,6 +180,7 @@ func (a *Attachment) Write(p []byte) error {
 	if a.opts.Pool == "" || sharedPool(a.opts.Pool) != a.s.pool {
 		a.s.att.input.Add(int64(len(p)))
 	}
+	a.s.noteHumanInput(p)
 	return nil
 }
 
@@ -207,6 +211,9 @@ func (a *Attachment) Detach() {
 	}
 	a.detached = true
 	a.mu.Unlock()
+	if !a.ReadOnly() {
+		a.s.noteWriter(-1)
+	}
 	if a.opts.Watch {
 		return
 	}

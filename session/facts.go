@@ -64,6 +64,11 @@ func (s *Session) addFacts(info *Info, socks proc.Sockets, now time.Time) {
 	}
 	f := s.facts(socks)
 	info.Ports, info.CPUMs, info.RSSBytes = f.ports, f.cpu.Milliseconds(), f.rss
+	if s.tty {
+		if a, err := s.master.Attrs(); err == nil {
+			info.PasswordPrompt = !a.Echo && a.Canonical
+		}
+	}
 	if s.tty && waitDetectionAvailable {
 		v, _ := s.lookWaiting(quiet)
 		info.WaitingForInput = v == waitYes

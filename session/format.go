@@ -193,9 +193,13 @@ func (l *ListResult) Text() string {
 }
 
 // stateText is the STATE column: "running", "running(input)" (waits for input),
+// "running(person)" (an agent asked for a person, or a password prompt waits),
 // "exited(0)", "killed(SIGTERM)", "timed-out", "pruned" (ended by the session limit).
 func (s Info) stateText() string {
 	if s.State == StateRunning {
+		if s.NeedsHuman || s.PasswordPrompt && s.WaitingForInput {
+			return StateRunning + "(person)"
+		}
 		if s.WaitingForInput {
 			return StateRunning + "(input)"
 		}

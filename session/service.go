@@ -586,6 +586,7 @@ func (c *Client) List(ctx context.Context) (*ListResult, error) {
 		s.mu.Unlock()
 		info.LastLine = s.lastLine()
 		info.Clients = s.att.count()
+		info.NeedsHuman, info.HumanMessage = s.asked()
 		info.OutputStopped = s.outputStopped()
 		s.addFacts(&info, socks, now)
 		info.Shell = s.shellInfo(now)

@@ -96,7 +96,8 @@ type Session struct {
 	att            attachState // attach.go: attached human clients
 	// sh follows an integrated shell's marks (shell.go); nil without shell integration.
 	// The reader feeds it each chunk before the hub has it.
-	sh *shellint.Tracker
+	sh  *shellint.Tracker
+	ask askState // ask.go: an agent asking for a person
 
 	xoff  atomic.Bool // a ^S stopped the terminal's output (noteFlow)
 	ahead waitState   // the writer's own cache for holdTypeahead

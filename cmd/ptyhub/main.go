@@ -114,6 +114,8 @@ func init() {
 		{"rm", "end a session and forget it", runRm},
 		{"logs", "print everything a session printed (-f to follow)", runLogs},
 		{"screen", "print a session's current screen", runScreen},
+		{"web", "show every session in your browser, live (prints the URL)", runWeb},
+		{"ask-human", "ask a person to take over a session and wait until they are done", runAskHuman},
 		{"serve", "run the per-user server in the foreground", runServe},
 		{"kill-server", "stop the per-user server and every session it runs", runKillServer},
 		{"dial-stdio", "join stdin and stdout to this machine's server (the far end of --host)", runDialStdio},

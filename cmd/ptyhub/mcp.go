@@ -109,7 +109,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitError
 	}
 	log.Debug("serving MCP on stdio")
-	return serveMCP(ctx, client, stdin, stdout, stderr, log, func(cctx context.Context) {
+	return serveMCP(ctx, client, nil, stdin, stdout, stderr, log, func(cctx context.Context) {
 		if err := client.Close(cctx, *keep); err != nil {
 			log.Warn("closing the MCP client's sessions", "error", err)
 		}
@@ -135,7 +135,7 @@ func runMCPClient(ctx context.Context, socket *target, keep bool, caller *sessio
 		return exitUsage
 	}
 	// The servers end this client's sessions (unless keep) before answering the close.
-	return serveMCP(ctx, multi, stdin, stdout, stderr, log, func(cctx context.Context) {
+	return serveMCP(ctx, multi, webURL(socket.socket), stdin, stdout, stderr, log, func(cctx context.Context) {
 		if err := multi.Close(cctx, keep); err != nil {
 			log.Warn("closing the host connections", "error", err)
 		}
@@ -192,7 +192,7 @@ func runMCPHosted(ctx context.Context, socket *target, caller *session.Caller, s
 		mgr.Close(context.Background())
 		return exitUsage
 	}
-	return serveMCP(ctx, multi, stdin, stdout, stderr, log, func(cctx context.Context) {
+	return serveMCP(ctx, multi, webURL(socket.socket), stdin, stdout, stderr, log, func(cctx context.Context) {
 		if err := multi.Close(cctx, false); err != nil {
 			log.Warn("closing the host connections", "error", err)
 		}
@@ -242,6 +242,19 @@ func agentHosts(ctx context.Context, local session.Service, socket *target) (*re
 		}
 	}
 	return multi, nil
+}
+
+// webURL returns a function that starts the browser view in the per-user server on
+// socket (starting the server if needed) and returns its URL.
+func webURL(socket string) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		c, err := server.Dial(ctx, server.DialOptions{Socket: socket, AutoStart: true, Name: "mcp"})
+		if err != nil {
+			return "", err
+		}
+		defer c.Close(ctx, true)
+		return c.Web(ctx, "")
+	}
 }
 
 // userServer is the per-user server as a member of a hosting ptyhub mcp's federation:
@@ -331,8 +344,9 @@ func mcpCaller(workdir string, passEnv []string) (session.Caller, error) {
 // serveMCP serves the MCP tools on stdio until the connection ends (end of stdin, a
 // broken stdout, a signal), then calls shutdown, which must end this client's sessions
 // and their processes (EDGE-CASES 28, 29), and returns ptyhub mcp's exit status.
-func serveMCP(ctx context.Context, svc session.Service, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger, shutdown func(context.Context)) int {
-	err := mcpserver.Run(ctx, svc, stdin, stdout, mcpserver.Options{Version: version(), Logger: log})
+// web, when not nil, gives ask_human the browser view's URL.
+func serveMCP(ctx context.Context, svc session.Service, web func(context.Context) (string, error), stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger, shutdown func(context.Context)) int {
+	err := mcpserver.Run(ctx, svc, stdin, stdout, mcpserver.Options{Version: version(), Logger: log, WebURL: web})
 	why := "stdin closed"
 	if sig, ok := signalOf(ctx); ok {
 		why = signalName(sig.sig)

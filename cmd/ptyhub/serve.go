@@ -13,6 +13,7 @@ import (
 	"github.com/ptyhub/ptyhub/remote"
 	"github.com/ptyhub/ptyhub/server"
 	"github.com/ptyhub/ptyhub/session"
+	"github.com/ptyhub/ptyhub/web"
 )
 
 const serveHelp = `Usage:
@@ -130,7 +131,12 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		fmt.Fprintf(stderr, "ptyhub serve: %s\n", oneLine(err.Error()))
 		return exitError
 	}
-	srv, err := server.Listen(mgr, server.Options{Socket: *socket, IdleExit: *idle, Logger: log, Version: version()})
+	sock := *socket
+	if sock == "" {
+		sock = server.SocketPath()
+	}
+	view := web.New(web.Options{Socket: sock, Logger: log})
+	srv, err := server.Listen(mgr, server.Options{Socket: *socket, IdleExit: *idle, Logger: log, Version: version(), Web: view})
 	if err != nil {
 		fmt.Fprintf(stderr, "ptyhub serve: %s\n", oneLine(err.Error()))
 		if errors.Is(err, server.ErrRunning) {
