@@ -26,7 +26,9 @@ type DialOptions struct {
 	Socket string
 	// AutoStart starts a server when none is listening: Executable ServeArgs… --socket
 	// Socket, detached (new session, stdin /dev/null, output appended to
-	// StateDir()/server.log), then waits for its socket.
+	// StateDir()/server.log, or discarded when that cannot be opened, with a note to
+	// Warn; the environment without credential-like variables), then waits for its
+	// socket. A socket refused by the checks (RefusedError) starts nothing.
 	AutoStart bool
 	// Executable is the ptyhub binary to start (default os.Executable()).
 	Executable string

@@ -214,3 +214,39 @@ func TestShortIDsStayDense(t *testing.T) {
 		t.Errorf("a manager after one whose block was followed starts at %d, want %d", id, 2+2*idBlock)
 	}
 }
+
+// reserveIDs never goes below the caller's floor nor the bound on disk, and says when it
+// could not write the new bound; a file that cannot be replaced is rewritten in place.
+func TestReserveIDsFloorAndFallback(t *testing.T) {
+	dir := t.TempDir()
+	r := &registry{idFile: filepath.Join(dir, "session-ids")}
+	if err := os.WriteFile(r.idFile, []byte("10\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if first, err := r.reserveIDs(20, 64); first != 21 || err != nil {
+		t.Errorf("floor 20 over a bound of 10: first %d, %v; want 21", first, err)
+	}
+	if b, _ := os.ReadFile(r.idFile); string(b) != "84\n" {
+		t.Errorf("bound written %q, want 84", b)
+	}
+	if first, err := r.reserveIDs(0, 64); first != 85 || err != nil {
+		t.Errorf("floor 0 over a bound of 84: first %d, %v; want 85", first, err)
+	}
+	// The temporary file cannot be made (a directory in its place, as a full disk
+	// refuses a new file): the bound is rewritten in place.
+	if err := os.Mkdir(r.idFile+".tmp", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(r.idFile+".tmp", "x"), nil, 0o600) // not removable
+	if first, err := r.reserveIDs(0, 64); first != 149 || err != nil {
+		t.Errorf("in place: first %d, %v; want 149", first, err)
+	}
+	if b, _ := os.ReadFile(r.idFile); string(b) != "212\n" {
+		t.Errorf("bound rewritten in place %q, want 212", b)
+	}
+	// Nothing can be written: past both the floor and what the file says, with the error.
+	gone := &registry{idFile: filepath.Join(dir, "missing", "session-ids")}
+	if first, err := gone.reserveIDs(7, 64); first != 8 || err == nil {
+		t.Errorf("unwritable: first %d, %v; want 8 and an error", first, err)
+	}
+}
