@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -231,4 +232,41 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A request reusing the id of one still unanswered is refused with that id; once the
+// first is answered, the id can be used again. The server sees ids of the transport's
+// own, and the answer carries the client's id as written.
+func TestTransportDuplicateID(t *testing.T) {
+	t.Parallel()
+	inR, inW := io.Pipe()
+	var out syncBuffer
+	conn, err := (&LineTransport{In: inR, Out: &out}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	line := `{"jsonrpc":"2.0","id":1.50,"method":"x"}` + "\n"
+	go io.WriteString(inW, line+line)
+	msg, err := conn.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second line is refused by the transport itself; wait for its answer.
+	for !strings.Contains(out.String(), "already used") {
+		runtime.Gosched()
+	}
+	if got := out.String(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":1.50,"error":{"code":-32600`) {
+		t.Errorf("a duplicate id: %q", got)
+	}
+	if err := conn.Write(context.Background(), &jsonrpc.Response{ID: msg.(*jsonrpc.Request).ID, Result: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.HasSuffix(got, `{"jsonrpc":"2.0","id":1.50,"result":{}}`+"\n") {
+		t.Errorf("the answer: %q", got)
+	}
+	go io.WriteString(inW, line)
+	if msg, err := conn.Read(context.Background()); err != nil || msg.(*jsonrpc.Request).Method != "x" {
+		t.Errorf("the id again once answered: %v %v", msg, err)
+	}
 }
