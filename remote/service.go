@@ -79,6 +79,8 @@ type Host struct {
 
 	mu     sync.Mutex // held while dialing, so concurrent first calls share one dial
 	client *server.Client
+	// dropped: a connection was lost since the last successful dial (guarded by mu).
+	dropped bool
 	// live mirrors client for connected, which must not wait for a dial in progress.
 	live atomic.Pointer[server.Client]
 }
@@ -105,8 +107,9 @@ func (h *Host) connected() bool {
 // Target returns the host's target.
 func (h *Host) Target() Target { return h.target }
 
-// get returns the live client, connecting when there is none.
-func (h *Host) get(ctx context.Context) (*server.Client, error) {
+// get returns the live client, connecting when there is none; reconnected says the
+// connection was made again after one dropped.
+func (h *Host) get(ctx context.Context) (c *server.Client, reconnected bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.client != nil {
@@ -115,17 +118,19 @@ func (h *Host) get(ctx context.Context) (*server.Client, error) {
 			h.client.Abandon() // ends the transport
 			h.client = nil
 			h.live.Store(nil)
+			h.dropped = true
 		default:
-			return h.client, nil
+			return h.client, false, nil
 		}
 	}
-	c, err := server.Dial(ctx, h.opts)
+	c, err = server.Dial(ctx, h.opts)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	h.client = c
 	h.live.Store(c)
-	return c, nil
+	reconnected, h.dropped = h.dropped, false
+	return c, reconnected, nil
 }
 
 // lost rewrites the error of a call whose connection dropped.
@@ -137,7 +142,7 @@ func (h *Host) lost(err error) error {
 }
 
 func call[Req, Res any](h *Host, ctx context.Context, req Req, f func(*server.Client, context.Context, Req) (Res, error)) (Res, error) {
-	c, err := h.get(ctx)
+	c, reconnected, err := h.get(ctx)
 	if err != nil {
 		var zero Res
 		return zero, err
@@ -145,6 +150,10 @@ func call[Req, Res any](h *Host, ctx context.Context, req Req, f func(*server.Cl
 	res, err := f(c, ctx, req)
 	if errors.Is(err, server.ErrConnLost) {
 		h.forget(c)
+	}
+	if reconnected && errors.Is(err, session.ErrNotFound) {
+		// Say why a session the agent used is gone: the host's server is a new one.
+		err = fmt.Errorf("%w: the connection to host %s had dropped since the previous call and was made again, and the ptyhub server there no longer has that session: the host, its container or its ptyhub server restarted, which ended the sessions there (%v)", session.ErrNotFound, h.target.Name, err)
 	}
 	return res, h.lost(err)
 }
@@ -156,6 +165,7 @@ func (h *Host) forget(c *server.Client) {
 	if h.client == c {
 		h.client = nil
 		h.live.Store(nil)
+		h.dropped = true
 		c.Abandon() // ends the transport; the server keeps the sessions (no bye)
 	}
 }

@@ -9,13 +9,15 @@
 //              {"step": "k", "tool": "kill_session", "args": {"session_id": "$a"}},
 //                 // "$a": the session_id of step a's structured result
 //              {"step": "ls", "resources": true},          // resources/list
-//              {"step": "rd", "read": "ptyhub://session/$a"}]  // resources/read
+//              {"step": "rd", "read": "ptyhub://session/$a"},  // resources/read
+//              {"step": "r", "run": ["docker", "restart", "c"]}]  // a command, to its end
 // Prints one JSON line per step: {"step", "isError", "text", "structured"} for tools,
 // {"step", "result"} for the resource calls, {"step", "error"} on failure; then
 // {"step": "closed"}.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { execFileSync } from "node:child_process";
 
 const [bin, stepsJSON] = process.argv.slice(2);
 if (!bin || !stepsJSON) {
@@ -64,6 +66,9 @@ for (const s of steps) {
       emit({ step: s.step, result: await client.listResources() });
     } else if (s.read) {
       emit({ step: s.step, result: await client.readResource({ uri: subst(s.read) }) });
+    } else if (s.run) {
+      const out = execFileSync(s.run[0], s.run.slice(1), { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+      emit({ step: s.step, result: { output: out } });
     }
   } catch (err) {
     emit({ step: s.step, error: String(err?.message ?? err) });
