@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command ptyhub-stress is the bounded adversarial campaign: it drives an in-process
 // session manager (the engine of `ptyhub serve` and `ptyhub mcp`, with its own reaper)
 // through load and faults on this machine only, and prints one line of figures per
