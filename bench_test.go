@@ -21,7 +21,7 @@ import (
 	"github.com/ptyhub/ptyhub/session"
 )
 
-// Benchmarks of SPEC §7 measured in-process, each against a floor measured in the same
+// Benchmarks of the product's figures measured in-process, each against a floor measured in the same
 // run (interleaved sample by sample, so machine noise hits both alike). Reported metrics:
 // floor-ms and ptyhub-ms (medians), over-ms (their difference) and ratio.
 

@@ -10,7 +10,7 @@ import (
 	"github.com/ptyhub/ptyhub/session"
 )
 
-// Benchmarks of the waiting-for-input return (SPEC §7), each against a floor measured in
+// Benchmarks of the waiting-for-input return, each against a floor measured in
 // the same run, sample by sample (helpers in bench_test.go).
 
 // BenchmarkWaitREPLTurn: write_stdin "1+1\n" to python3 -q with no wait_for, returning

@@ -45,7 +45,7 @@ func scWaitScreen(t *testing.T, c *session.Client, id string, ok func(*session.S
 }
 
 // TestScreenQueriesAnswered: programs that really wait for a terminal's answer get it,
-// once, also when the query is split across writes (SPEC §3.2, EDGE-CASES 45–47).
+// once, also when the query is split across writes.
 func TestScreenQueriesAnswered(t *testing.T) {
 	t.Parallel()
 	_, c := newClient(t, session.Options{})
@@ -77,7 +77,7 @@ func TestScreenQueriesAnswered(t *testing.T) {
 }
 
 // TestScreenPromptToolkit: prompt_toolkit asks for the cursor position before every
-// prompt and warns when it gets no answer (EDGE-CASES 45).
+// prompt and warns when it gets no answer.
 func TestScreenPromptToolkit(t *testing.T) {
 	t.Parallel()
 	testtool.NeedPython(t, "prompt_toolkit")

@@ -453,7 +453,7 @@ func TestServerAttach(t *testing.T) {
 	tm2.sane()
 }
 
-// EDGE-CASES 70: SIGTERM or SIGHUP to the attach client restores the terminal.
+// SIGTERM or SIGHUP to the attach client restores the terminal.
 func TestServerAttachKilled(t *testing.T) {
 	t.Parallel()
 	h := svNew(t)

@@ -10,7 +10,7 @@ import (
 	"github.com/ptyhub/ptyhub/session"
 )
 
-// End-to-end: the yield window ends when the program waits for input (SPEC §3.3 case 2),
+// End-to-end: the yield window ends when the program waits for input,
 // through session.Client, without wait_for.
 
 func wE2EClient(t *testing.T) *session.Client {

@@ -543,7 +543,7 @@ func testConcurrent(t *testing.T, yielding bool) {
 }
 
 // TestIdleReaderDoesNotBlockProducer: readers that never read, and waiters
-// nobody serves, must not hold up the producer (EDGE-CASES 7). The test
+// nobody serves, must not hold up the producer. The test
 // passes by finishing.
 func TestIdleReaderDoesNotBlockProducer(t *testing.T) {
 	t.Parallel()

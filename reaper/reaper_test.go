@@ -127,8 +127,7 @@ func waitGone(t *testing.T, pids []int) {
 	t.Fatalf("still alive: %s", strings.Join(desc, "; "))
 }
 
-// jobScript starts, under an interactive bash, the jobs that defeat killpg (EDGE-CASES 21,
-// 23): a plain job, a job ignoring HUP and TERM, a nohup job, a setsid escaper, and a
+// jobScript starts, under an interactive bash, the jobs that defeat killpg: a plain job, a job ignoring HUP and TERM, a nohup job, a setsid escaper, and a
 // foreground job; it prints their pids.
 const jobScript = `sleep 1001 & echo PID $!
 (trap '' HUP TERM; exec sleep 1002) & echo PID $!

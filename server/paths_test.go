@@ -15,7 +15,7 @@ import (
 
 // TestPrepareDir: the socket directory is created 0700, and a directory that another user
 // planted, a symlink, a file, or (for default paths) a directory others can enter is
-// refused (EDGE-CASES 77).
+// refused.
 func TestPrepareDir(t *testing.T) {
 	base := t.TempDir()
 	mk := func(name string, f func(p string) error) string {
@@ -104,7 +104,7 @@ func TestSocketPathFallback(t *testing.T) {
 }
 
 // TestConcurrentListen: servers started at the same moment on one socket: exactly one
-// gets it, the others are told one is running (EDGE-CASES 80).
+// gets it, the others are told one is running.
 func TestConcurrentListen(t *testing.T) {
 	mgr, err := session.NewManager(session.Options{StateDir: t.TempDir()})
 	if err != nil {

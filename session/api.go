@@ -13,7 +13,7 @@ import (
 // turns them into tool errors a model can act on); errors about the session wrap
 // ErrNotFound or ErrExited.
 type Service interface {
-	// Exec starts a session and collects its output for the yield window (SPEC §3.3).
+	// Exec starts a session and collects its output for the yield window.
 	Exec(ctx context.Context, req ExecRequest) (*Result, error)
 	// Write types into a session, then collects. Empty input polls.
 	Write(ctx context.Context, req WriteRequest) (*Result, error)
@@ -44,7 +44,7 @@ var (
 	ErrLimit = errors.New("session limit reached")
 )
 
-// Defaults and limits of the tool interface (SPEC §3.3, §3.4).
+// Defaults and limits of the tool interface.
 const (
 	DefaultExecYieldMs  = 10_000
 	DefaultWriteYieldMs = 250
@@ -168,8 +168,8 @@ const (
 	StateExited  = "exited"
 )
 
-// Result is what exec_command, write_stdin and read_output return: the structuredContent
-// of SPEC §4, also printed by `ptyhub exec --json`.
+// Result is what exec_command, write_stdin and read_output return: the MCP tools'
+// structuredContent, also printed by `ptyhub exec --json`.
 type Result struct {
 	SessionID  string `json:"session_id"`
 	UUID       string `json:"uuid"`

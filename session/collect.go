@@ -65,7 +65,7 @@ type collected struct {
 
 // collect reads from the agent cursor until the program exits (and its output is
 // drained), the pattern matches new text, the program waits for input, the deadline
-// passes, or ctx is done — whichever comes first (SPEC §3.3). Memory is bounded by the
+// passes, or ctx is done — whichever comes first. Memory is bounded by the
 // budget, not by the output.
 func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	s.collectMu.Lock()

@@ -11,7 +11,7 @@ import (
 	"github.com/ptyhub/ptyhub/reaper"
 )
 
-// Profiles of the environment a session sees (SPEC §3.1).
+// Profiles of the environment a session sees.
 const (
 	ProfileAgent = "agent"
 	ProfilePlain = "plain"

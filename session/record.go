@@ -11,7 +11,7 @@ import (
 	"github.com/ptyhub/ptyhub/transcript"
 )
 
-// Recording (SPEC §3.2, §6; issue 5). Every session records its transcript,
+// Recording. Every session records its transcript,
 // <StateDir>/sessions/<uuid>.cast, through a recorder: a hub subscriber with
 // its own goroutine and cursor. The recorder holds the hub (broadcast.Hub.Hold):
 // the ring never drops a byte it has not copied, so a recorder that lags a

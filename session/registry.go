@@ -23,7 +23,7 @@ import (
 // is never mistaken for them) and per end ("-" and the uuid). The reaper ends every
 // session when its manager dies; the registry covers what the reaper cannot: the manager
 // and the reaper dying together (SIGKILL to both, the OOM killer). The next manager
-// sweeps the sessions of owners that are gone (SPEC §3.6). A start costs one write(2) to
+// sweeps the sessions of owners that are gone. A start costs one write(2) to
 // an open file, not a file created (and later removed) per session; the log is rewritten
 // with only the live entries once most of its lines are dead. Files of the older layout
 // (<uuid>.json per session) are swept the same way.

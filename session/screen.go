@@ -29,7 +29,7 @@ func startScreen(s *Session, rows, cols int) *screenState {
 	if s.tty {
 		reply = func(b []byte) {
 			if s.humanAttached() {
-				return // the human's terminal answers (SPEC §3.2: never twice)
+				return // the human's terminal answers
 			}
 			s.enqueue(b, false) // fails only once the session is gone: nobody to answer
 		}

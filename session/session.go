@@ -18,7 +18,7 @@ import (
 )
 
 // exitDrainQuiet is how long output may stay quiet after the leader exited before the
-// output counts as drained although something still holds the terminal (EDGE-CASES 2).
+// output counts as drained although something still holds the terminal.
 const exitDrainQuiet = 50 * time.Millisecond
 
 // Session is one program on a pseudo-terminal (or pipes) and everything it printed.

@@ -16,7 +16,7 @@ import (
 	"github.com/ptyhub/ptyhub/pty"
 )
 
-// The waiting-for-input detector (SPEC §3.3 case 2), from the kernel's view of the
+// The waiting-for-input detector, from the kernel's view of the
 // terminal's foreground process group. What programs block in, measured on Linux 6.18:
 //
 //	cat, read -p, read -s, less, getpass   read(2) on the tty (fd 0, or fd 3 = /dev/tty)

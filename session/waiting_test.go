@@ -10,7 +10,7 @@ import (
 	"github.com/ptyhub/ptyhub/session"
 )
 
-// Tests of SPEC §3.3 case 2: a call returns "waiting_for_input" when the program in the
+// Tests of the waiting-for-input return: a call returns "waiting_for_input" when the program in the
 // terminal's foreground is blocked reading the terminal, and never when it sleeps,
 // computes, waits on the network or on a child. Real programs on real ptys; no sleeps
 // as synchronisation (sleeps inside the programs only shape what they do).

@@ -43,7 +43,7 @@ import (
 	"syscall"
 )
 
-// Default limits (SPEC §6).
+// Default limits.
 const (
 	// DefaultCap is the default size cap of one transcript.
 	DefaultCap = 256 << 20

@@ -1,4 +1,4 @@
-// Command ptyhub-bench measures the figures of SPEC §7 through `ptyhub mcp`, each against
+// Command ptyhub-bench measures the product's figures through `ptyhub mcp`, each against
 // a floor measured in the same run on the same machine, sample by sample interleaved so
 // that machine noise hits both alike. It prints a Markdown table for BENCHMARKS.md.
 //

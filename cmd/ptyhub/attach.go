@@ -40,8 +40,7 @@ const (
 	partialWait = time.Second
 )
 
-// modeResets turn off what a program may have left on in the user's terminal (EDGE-CASES
-// 72): mouse reporting, bracketed paste, application cursor and keypad, attributes, and
+// modeResets turn off what a program may have left on in the user's terminal: mouse reporting, bracketed paste, application cursor and keypad, attributes, and
 // show the cursor. Leaving the alternate screen is added when the output entered it.
 const modeResets = "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[?1l\x1b>\x1b[0m\x1b[?25h"
 
@@ -80,7 +79,7 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	id := a.Welcome.SessionID
 
-	// The user's terminal: raw mode, restored once on every way out (EDGE-CASES 70).
+	// The user's terminal: raw mode, restored once on every way out.
 	var outMu sync.Mutex // serialises writes to stdout
 	inAlt := false       // the output entered the alternate screen (guarded by outMu)
 	oldState, err := term.MakeRaw(fd)
@@ -129,7 +128,7 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}()
 
 	// The keyboard: a non-blocking reopen of the terminal, so closing it ends the reader
-	// at once, with no stray reader stealing the next keystroke (EDGE-CASES 75).
+	// at once, with no stray reader stealing the next keystroke.
 	in, err := os.OpenFile("/proc/self/fd/0", os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		in = nil

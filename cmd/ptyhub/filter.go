@@ -1,7 +1,7 @@
 package main
 
 // escFilter removes, from output on its way to a human's terminal, the escape sequences a
-// program must not use to reach past the session (EDGE-CASES 74, as tmux does by default):
+// program must not use to reach past the session:
 //
 //   - OSC 52 (set or query the clipboard): a session could overwrite what the human
 //     pastes next, or read it;

@@ -31,8 +31,8 @@ import (
 func main() {
 	stopOn := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 	if len(os.Args) > 1 && os.Args[1] == "serve" {
-		// The server survives the hangup of the terminal it was started from
-		// (EDGE-CASES 31); SIGHUP is still caught, so sessions get the default disposition.
+		// The server survives the hangup of the terminal it was started from;
+		// SIGHUP is still caught, so sessions get the default disposition.
 		stopOn = []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT}
 	}
 	ctx, stop := signalContext(stopOn...)
@@ -54,9 +54,9 @@ func (e *signalError) exitCode() int { return 128 + int(e.sig) }
 //
 // Catching these signals (and SIGPIPE) also matters for children: a caught signal is reset
 // to its default disposition in a child, where an inherited SIG_IGN (ptyhub started with &
-// or under nohup) would be passed on and break Ctrl-C and hangup in every session
-// (EDGE-CASES 7). SIGPIPE is caught so that a write to a closed stdout returns EPIPE
-// instead of killing the process without cleanup (EDGE-CASES 29); the write error then
+// or under nohup) would be passed on and break Ctrl-C and hangup in every session.
+// SIGPIPE is caught so that a write to a closed stdout returns EPIPE
+// instead of killing the process without cleanup; the write error then
 // ends the MCP connection like the end of stdin does. SIGPIPE does not cancel the context:
 // it may come from a write to a session's pipe, which is no reason to stop.
 func signalContext(stopOn ...syscall.Signal) (context.Context, func()) {

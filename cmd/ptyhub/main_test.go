@@ -259,7 +259,7 @@ func TestExecInterrupted(t *testing.T) {
 	}
 }
 
-// EDGE-CASES 28, 29: however `ptyhub mcp` is told to stop — stdin closed, SIGTERM,
+// However `ptyhub mcp` is told to stop — stdin closed, SIGTERM,
 // SIGINT, a broken stdout — it ends every session's whole process tree, also jobs that
 // ignore SIGHUP and SIGTERM.
 func TestMCPLifecycle(t *testing.T) {
@@ -427,7 +427,7 @@ func TestMCPTools(t *testing.T) {
 	}
 }
 
-// EDGE-CASES 61: calls are served concurrently (a long yield blocks nothing), and
+// Calls are served concurrently (a long yield blocks nothing), and
 // cancelling a call stops its wait but not its session.
 func TestMCPConcurrentAndCancel(t *testing.T) {
 	t.Parallel()

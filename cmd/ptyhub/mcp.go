@@ -343,7 +343,7 @@ func mcpCaller(workdir string, passEnv []string) (session.Caller, error) {
 
 // serveMCP serves the MCP tools on stdio until the connection ends (end of stdin, a
 // broken stdout, a signal), then calls shutdown, which must end this client's sessions
-// and their processes (EDGE-CASES 28, 29), and returns ptyhub mcp's exit status.
+// and their processes, and returns ptyhub mcp's exit status.
 // web, when not nil, gives ask_human the browser view's URL.
 func serveMCP(ctx context.Context, svc session.Service, web func(context.Context) (string, error), stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger, shutdown func(context.Context)) int {
 	err := mcpserver.Run(ctx, svc, stdin, stdout, mcpserver.Options{Version: version(), Logger: log, WebURL: web})
