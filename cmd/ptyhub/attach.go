@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/server"
 )
 
@@ -127,12 +128,9 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		}
 	}()
 
-	// The keyboard: a non-blocking reopen of the terminal, so closing it ends the reader
-	// at once, with no stray reader stealing the next keystroke.
-	in, err := os.OpenFile("/proc/self/fd/0", os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		in = nil
-	}
+	// The keyboard: a non-blocking open of the terminal, so closing it ends the reader at
+	// once, with no stray reader stealing the next keystroke.
+	in := openKeyboard()
 	if in != nil {
 		// The keyboard reader: owned by runAttach, ends when in is closed.
 		go func() {
@@ -332,4 +330,25 @@ func (f *detachFilter) timeout() (out []byte, detach bool) {
 	out = append(out, f.seq[:f.m]...)
 	f.m = 0
 	return out, false
+}
+
+// openKeyboard opens the user's terminal (standard input) anew, non-blocking, so that the
+// keyboard reader can be stopped by closing it: the non-blocking flag set on standard
+// input itself would be shared with the shell that started ptyhub. The terminal's path
+// comes from proc.TerminalPath, per platform. When it cannot be told, it returns a
+// blocking duplicate of standard input, whose reader ends at the next key or the end of
+// input, and where a lone detach key waits for the next key instead of its timeout.
+// Nil when standard input cannot be read at all.
+func openKeyboard() *os.File {
+	if p, err := proc.TerminalPath(0); err == nil {
+		if f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0); err == nil {
+			return f
+		}
+	}
+	fd, err := syscall.Dup(0)
+	if err != nil {
+		return nil
+	}
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "stdin")
 }
