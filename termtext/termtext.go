@@ -26,17 +26,10 @@
 //   - Line-editing CSIs are applied to the line: K (erase in line: 0 to the
 //     end, 1 to the start, 2 all), G and ` (column), C and a (forward), D
 //     (back), X (erase characters), P (delete characters), @ (insert blanks),
-//     E and F (column 0). ESC 7 / ESC 8 and CSI s / CSI u save and restore the
-//     column. Otherwise vertical cursor motion, cursor addressing and screen
-//     clears do not move text between lines (use the screen view for full-screen
-//     programs), with two exceptions for what a human sees as nothing: blank
-//     lines (empty or only spaces) are held back, and cursor motion up (CUU,
-//     CPL, RI) goes back over them, or cursor addressing or a whole-screen clear
-//     (CSI 2J, 3J) moves away from them, drops them: a prompt that reserves rows
-//     for a menu and moves back up adds no blank lines. One row further up is the
-//     last line's row: a redraw of it as it was is not repeated (a prompt drawn
-//     again), a changed one is shown as a new line. Blank lines the program
-//     printed and nothing moved back over are kept.
+//     E and F (column 0; the vertical part is ignored). ESC 7 / ESC 8 and
+//     CSI s / CSI u save and restore the column. Vertical cursor motion, cursor
+//     addressing and screen clears are ignored: use the screen view for
+//     full-screen programs.
 //   - Trailing spaces: a line keeps the spaces the program printed ("a  \r\n"
 //     stays "a  ", a prompt ">>> " keeps its space), but what erasing leaves
 //     behind is trimmed: cells blanked by K, X, 1K or never written (skipped
@@ -96,8 +89,6 @@ import (
 const maxLine = 1 << 12
 
 const (
-	maxBlanks   = 1000     // blank lines held back for cursor motion to cancel (rows of a big terminal)
-	maxLast     = 512      // longest last line remembered for a redraw of its row
 	maxCSI      = 256      // parameter and intermediate bytes before a CSI is abandoned
 	maxEscInter = 16       // intermediate bytes before an ESC sequence is abandoned
 	maxParam    = 1 << 20  // numeric parameters saturate here
@@ -134,15 +125,6 @@ type Converter struct {
 	// redrawn: the line was written over from its start (a bare "\r", CSI G) while it
 	// had content: its trailing spaces are padding that erases the old text.
 	redrawn bool
-
-	// Blank lines and the row above: blanks counts the blank lines not yet emitted
-	// (at most maxBlanks), which cursor motion up or to an absolute row cancels; last is
-	// the last line emitted (when lastOK: short enough and emitted through the cells), and
-	// onLast says the cursor went back up onto its row, which then holds last.
-	blanks int
-	last   []byte // UTF-8
-	lastOK bool
-	onLast bool
 
 	st    parseState
 	osc   bool  // the string being skipped is an OSC (BEL ends it)
@@ -199,15 +181,13 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 				dst = c.put(dst, utf8.RuneError)
 			}
 			if b >= 0x20 && b < 0x7f {
-				if len(c.line) == 0 && len(c.shown) == 0 && c.cur == 0 && !c.cr && !c.conceal && !c.gfx && !c.redrawn && !c.onLast {
+				if len(c.line) == 0 && len(c.shown) == 0 && c.cur == 0 && !c.cr && !c.conceal && !c.gfx && !c.redrawn {
 					// Fastest path, at a line start: a run of printable ASCII that ends
 					// the line in this chunk ("\n" or "\r\n") is the line's text as it
 					// is; one longer than a line is emitted a line's length at a time.
 					// Both give what the cells would.
 					j := printableRun(raw, i+1, min(len(raw), i+maxLine+1))
 					if j-i > maxLine {
-						dst = c.emitBlanks(dst)
-						c.lastOK = false
 						dst = append(dst, raw[i:i+maxLine]...)
 						i += maxLine - 1
 						continue
@@ -216,11 +196,7 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 					if end < len(raw) && raw[end] == '\r' {
 						end++
 					}
-					if end < len(raw) && raw[end] == '\n' && (b != ' ' || !onlySpaces(raw[i:j])) {
-						dst = c.emitBlanks(dst)
-						if c.lastOK = j-i <= maxLast; c.lastOK {
-							c.last = append(c.last[:0], raw[i:j]...)
-						}
+					if end < len(raw) && raw[end] == '\n' {
 						dst = append(dst, raw[i:j]...)
 						dst = append(dst, '\n')
 						c.hid = false
@@ -231,8 +207,6 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 				if len(c.tail) > 0 || !c.cr && !c.conceal && !c.gfx && c.cur == len(c.line) && c.cur < maxLine {
 					// Fast path: a run of printable ASCII appended at the end of the line.
 					if c.cur >= maxLine { // the tail filled the line: emit it as it stands (as putCell does)
-						dst = c.emitBlanks(dst)
-						c.lastOK = false
 						dst = append(appendRunes(dst, c.line), c.tail...)
 						c.line, c.tail, c.cur = c.line[:0], c.tail[:0], 0
 						i-- // this byte again, now at a segment's start (the fastest path)
@@ -391,18 +365,9 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 // that has no newline yet) and remembers it as emitted, so that later output
 // continuing the line is not repeated. An incomplete UTF-8 character or
 // escape sequence at the end is not emitted; it is kept for the next Write.
-// Blank lines held back go out before a line that shows something (or at
-// Close); a line that shows nothing is not emitted.
 func (c *Converter) Flush(dst []byte) []byte {
 	c.materialize()
 	s := c.content()
-	if len(c.shown) == 0 {
-		if c.nothingNew(s) {
-			return dst
-		}
-		dst = c.emitBlanks(dst)
-		c.onLast = false
-	}
 	if len(c.shown) > 0 && hasPrefix(s, c.shown) {
 		dst = appendRunes(dst, s[len(c.shown):])
 		c.shown = append(c.shown, s[len(c.shown):]...)
@@ -420,16 +385,7 @@ func (c *Converter) Flush(dst []byte) []byte {
 // any state. It is meant for matching patterns against an unfinished line.
 func (c *Converter) Pending() []byte {
 	c.materialize() // the same line, in cells
-	var dst []byte
-	if len(c.shown) == 0 {
-		if c.nothingNew(c.content()) {
-			return nil
-		}
-		for range c.blanks {
-			dst = append(dst, '\n')
-		}
-	}
-	return c.appendPending(dst)
+	return c.appendPending(nil)
 }
 
 // Close ends the stream: like [Converter.Flush], except that an incomplete
@@ -441,8 +397,8 @@ func (c *Converter) Close(dst []byte) []byte {
 		c.need = 0
 		dst = c.put(dst, utf8.RuneError)
 	}
-	dst = c.emitBlanks(c.Flush(dst))
-	*c = Converter{line: c.line[:0], shown: c.shown[:0], tail: c.tail[:0], last: c.last[:0]}
+	dst = c.Flush(dst)
+	*c = Converter{line: c.line[:0], shown: c.shown[:0], tail: c.tail[:0]}
 	return dst
 }
 
@@ -507,27 +463,10 @@ func (c *Converter) appendPending(dst []byte) []byte {
 	return appendRunes(dst, s)
 }
 
-// newline ends the current line. A blank line is held back (see up); a redraw of the
-// row of the last line that left it as it was is not emitted again.
+// newline ends the current line.
 func (c *Converter) newline(dst []byte) []byte {
-	if len(c.shown) == 0 && c.nothingNew(c.content()) {
-		if !c.onLast {
-			if c.blanks < maxBlanks {
-				c.blanks++
-			} else {
-				dst = append(dst, '\n')
-			}
-		}
-	} else {
-		dst = c.emitBlanks(dst)
-		s := c.content()
-		if c.lastOK = len(s) <= maxLast; c.lastOK {
-			c.last = appendRunes(c.last[:0], s)
-		}
-		dst = c.appendPending(dst)
-		dst = append(dst, '\n')
-	}
-	c.onLast = false
+	dst = c.appendPending(dst)
+	dst = append(dst, '\n')
 	c.line = c.line[:0]
 	c.shown = c.shown[:0]
 	c.cur = 0
@@ -535,83 +474,6 @@ func (c *Converter) newline(dst []byte) []byte {
 	c.hid = false
 	c.redrawn = false
 	return dst
-}
-
-// nothingNew reports whether s, the current line's content with nothing of it
-// emitted, adds nothing to the text: it shows no character (only spaces), or it is
-// the row of the last line, redrawn as it was.
-func (c *Converter) nothingNew(s []rune) bool {
-	if c.onLast && sameText(s, c.last) {
-		return true
-	}
-	for _, r := range s {
-		if r != ' ' && r != blank {
-			return false
-		}
-	}
-	return true
-}
-
-// emitBlanks appends the blank lines held back.
-func (c *Converter) emitBlanks(dst []byte) []byte {
-	for ; c.blanks > 0; c.blanks-- {
-		dst = append(dst, '\n')
-	}
-	return dst
-}
-
-// up moves the cursor n rows up (CUU, CPL, RI) from a line that shows nothing yet:
-// the blank lines it goes back over were cursor motion, not output (a prompt that
-// reserves rows for a menu, then moves back up), and are dropped. One row more is the
-// last line's row: later text there is a redraw of it. From a line with text, or further
-// up, vertical motion is ignored.
-func (c *Converter) up(n int) {
-	if len(c.shown) > 0 || !c.nothingNew(c.content()) || c.onLast {
-		return
-	}
-	if n <= c.blanks {
-		c.blanks -= n
-		return
-	}
-	n -= c.blanks
-	c.blanks = 0
-	if n == 1 && c.lastOK {
-		c.line = c.line[:0]
-		for _, r := range string(c.last) {
-			c.line = append(c.line, r)
-		}
-		c.onLast = true
-	}
-}
-
-// jump handles cursor addressing and screen clears from a line that shows nothing
-// yet: the blank lines held back are layout, not output.
-func (c *Converter) jump() {
-	if len(c.shown) == 0 && !c.onLast && c.nothingNew(c.content()) {
-		c.blanks = 0
-	}
-}
-
-// sameText reports whether the cells s read as the text t.
-func sameText(s []rune, t []byte) bool {
-	i := 0
-	for _, r := range string(t) {
-		if i >= len(s) || s[i] != r && !(isSpace(s[i]) && isSpace(r)) {
-			return false
-		}
-		i++
-	}
-	return i == len(s)
-}
-
-// onlySpaces reports whether b holds only spaces.
-func onlySpaces(b []byte) bool {
-	for _, ch := range b {
-		if ch != ' ' {
-			return false
-		}
-	}
-	return true
 }
 
 func (c *Converter) applyCR() {
@@ -686,8 +548,6 @@ func (c *Converter) putCell(dst []byte, r rune) []byte {
 	c.applyCR()
 	if c.cur >= maxLine {
 		// The line is full: emit it as it stands and start a new segment.
-		dst = c.emitBlanks(dst)
-		c.lastOK, c.onLast = false, false
 		dst = c.appendPending(dst)
 		c.line = c.line[:0]
 		c.shown = c.shown[:0]
@@ -811,8 +671,6 @@ func (c *Converter) escFinal(dst []byte, b byte) []byte {
 		c.st, c.osc = sStr, false
 	case 'D', 'E': // IND, NEL
 		return c.newline(dst)
-	case 'M': // RI: up one row
-		c.up(1)
 	case '7':
 		c.saved = c.cursor()
 	case '8':
@@ -872,17 +730,6 @@ func (c *Converter) csiFinal(dst []byte, b byte) []byte {
 	case 'E', 'F': // next/previous line: column 0
 		c.cr = false
 		c.cur = 0
-		if b == 'F' {
-			c.up(max(n, 1))
-		}
-	case 'A': // up
-		c.up(max(n, 1))
-	case 'H', 'f', 'd': // cursor position, line position
-		c.jump()
-	case 'J': // erase in display: a whole clear drops the blank lines held back
-		if n == 2 || n == 3 {
-			c.jump()
-		}
 	case 'X': // erase characters
 		c.applyCR()
 		if c.cur < len(c.line) {
@@ -978,11 +825,9 @@ func appendRunes(dst []byte, rs []rune) []byte {
 }
 
 // InLine reports, without allocating, whether a line is in progress: output since the
-// last newline that later output may still change, or blank lines held back. Callers that map text back to raw
+// last newline that later output may still change. Callers that map text back to raw
 // offsets use it to know that the next text may stem from earlier bytes.
-func (c *Converter) InLine() bool {
-	return len(c.line) > 0 || len(c.tail) > 0 || c.need > 0 || c.blanks > 0 || c.onLast
-}
+func (c *Converter) InLine() bool { return len(c.line) > 0 || len(c.tail) > 0 || c.need > 0 }
 
 // AtLineStart reports whether the converter is between lines: no line in progress and
 // no escape sequence under way. A fresh Converter fed the stream from here on produces
