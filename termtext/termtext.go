@@ -720,7 +720,10 @@ func (c *Converter) csiFinal(dst []byte, b byte) []byte {
 	case 'G', '`': // column
 		c.cr = false
 		c.cur = min(max(n, 1)-1, maxLine)
-		c.redrawn = c.redrawn || c.cur == 0 && len(c.line) > 0
+		// To column 1 over text: the line is being redrawn. To another column: the
+		// program places its cursor (readline after a prompt), so the spaces before it
+		// are the program's own ("name: (x) " keeps its space), not padding.
+		c.redrawn = c.cur == 0 && (c.redrawn || len(c.line) > 0)
 	case 'C', 'a': // forward
 		c.applyCR()
 		c.cur = min(c.cur+max(n, 1), maxLine)

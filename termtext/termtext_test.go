@@ -41,6 +41,8 @@ var convertTests = []struct {
 	// A redrawn line's padding is erasure; printed trailing spaces stay.
 	{"redrawn padding", "collecting ...\rcollected 3 items      \r\n", "collected 3 items\n"},
 	{"redrawn by CSI G", "50%\x1b[1Gdone   \r\n", "done\n"},
+	// readline redraws its prompt from column 1, then places the cursor after it.
+	{"prompt redrawn, cursor placed", "name: \x1b[1G\x1b[0Jname: (demo) \x1b[14G", "name: (demo) "},
 	{"padding kept without redraw", "done   \r\n", "done   \n"},
 	{"redraw then erase then plain", "ab\r\x1b[2Kx  \r\n", "x\n"},
 	// DEC special graphics (ncurses' box lines, pstree, dialog): what a human sees.
