@@ -176,7 +176,7 @@ func (r *reuser) check(t *testing.T) {
 	pid := r.cmd.Process.Pid
 	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Fatalf("the unrelated process %d that reused the leader's pid is gone: %v", pid, err)
+		t.Fatalf("the unrelated process %d that reused the pid is gone: %v", pid, err)
 	}
 	for _, l := range strings.Split(string(st), "\n") {
 		k, v, _ := strings.Cut(l, ":")
@@ -184,11 +184,11 @@ func (r *reuser) check(t *testing.T) {
 		switch k {
 		case "State":
 			if strings.HasPrefix(v, "Z") || strings.HasPrefix(v, "X") {
-				t.Errorf("the unrelated process %d that reused the leader's pid was killed (state %s)", pid, v)
+				t.Errorf("the unrelated process %d that reused the pid was killed (state %s)", pid, v)
 			}
 		case "SigPnd", "ShdPnd":
 			if n, _ := strconv.ParseUint(v, 16, 64); n != 0 {
-				t.Errorf("the unrelated process %d that reused the leader's pid was signalled: %s %s", pid, k, v)
+				t.Errorf("the unrelated process %d that reused the pid was signalled: %s %s", pid, k, v)
 			}
 		}
 	}
@@ -208,4 +208,59 @@ func (r *reuser) stop(t *testing.T) {
 	if err := r.cmd.Wait(); err != nil {
 		t.Errorf("the unrelated process %d: %v", r.cmd.Process.Pid, err)
 	}
+}
+
+// TestSignalNeverHitsReusedForegroundGroup: a session whose program gave the terminal to
+// a process group that has since ended (and did not take it back) still reports that
+// group as the terminal's foreground group. A signal sent with kill_session must not go
+// to that number once an unrelated process group has it. Run in a fresh pid namespace,
+// like TestSignalNeverHitsReusedPid.
+func TestSignalNeverHitsReusedForegroundGroup(t *testing.T) {
+	if os.Getenv(pidnsEnv) == "" {
+		runInPidNamespace(t, "TestSignalNeverHitsReusedForegroundGroup")
+		return
+	}
+	if os.Getpid() != 1 {
+		t.Fatalf("%s is set but this process is pid %d, not the first of a new pid namespace", pidnsEnv, os.Getpid())
+	}
+	// The leader makes a child its own foreground group, reaps it once it exits, says
+	// which pid it had, and waits.
+	const prog = `import os, signal, sys
+signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+r, w = os.pipe()
+c = os.fork()
+if c == 0:
+    os.setpgid(0, 0)
+    os.read(r, 1)
+    os._exit(0)
+os.setpgid(c, c)
+os.tcsetpgrp(0, c)
+os.write(w, b"x")
+os.waitpid(c, 0)
+sys.stdout.write("fg=%d;\n" % os.tcgetpgrp(0)); sys.stdout.flush()
+os.read(r, 1)
+`
+	m, c := scNewClient(t)
+	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"python3", "-c", prog}, WaitFor: `^fg=[0-9]+;`, YieldTimeMs: ptr(20000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(r.Output, "fg=")
+	num, _, ok2 := strings.Cut(rest, ";")
+	fg, err := strconv.Atoi(num)
+	if !ok || !ok2 || err != nil {
+		t.Fatalf("the program did not say its ended foreground group: %q", r.Output)
+	}
+	s, err := m.lookup(r.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.master.ForegroundPgrp(); err != nil || got != fg {
+		t.Fatalf("the terminal's foreground group is %d (%v), want the ended group %d", got, err, fg)
+	}
+	victim := takePid(t, fg)
+	if _, err := c.Kill(context.Background(), KillRequest{SessionID: r.SessionID, Signal: "TERM"}); err != nil {
+		t.Errorf("kill_session signal TERM: %v", err)
+	}
+	victim.check(t)
 }
