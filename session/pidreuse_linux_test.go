@@ -210,11 +210,11 @@ func (r *reuser) stop(t *testing.T) {
 	}
 }
 
-// TestSignalNeverHitsReusedForegroundGroup: a session whose program gave the terminal to
-// a process group that has since ended (and did not take it back) still reports that
-// group as the terminal's foreground group. A signal sent with kill_session must not go
-// to that number once an unrelated process group has it. Run in a fresh pid namespace,
-// like TestSignalNeverHitsReusedPid.
+// TestSignalNeverHitsReusedForegroundGroup: kill_session with a signal on a terminal goes
+// to the terminal's foreground group while that group lives; once it has ended (and the
+// program did not take the terminal back) the terminal still names it, and the signal
+// must not go to that number when an unrelated process group has it. Run in a fresh pid
+// namespace, like TestSignalNeverHitsReusedPid.
 func TestSignalNeverHitsReusedForegroundGroup(t *testing.T) {
 	if os.Getenv(pidnsEnv) == "" {
 		runInPidNamespace(t, "TestSignalNeverHitsReusedForegroundGroup")
@@ -223,21 +223,29 @@ func TestSignalNeverHitsReusedForegroundGroup(t *testing.T) {
 	if os.Getpid() != 1 {
 		t.Fatalf("%s is set but this process is pid %d, not the first of a new pid namespace", pidnsEnv, os.Getpid())
 	}
-	// The leader makes a child its own foreground group, reaps it once it exits, says
-	// which pid it had, and waits.
+	// The leader gives the terminal to a child in its own group and says how it ended;
+	// then to a second child that exits at once, which it reaps, says which pid that
+	// child had, and waits.
 	const prog = `import os, signal, sys
 signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+def child(r):
+    c = os.fork()
+    if c == 0:
+        os.setpgid(0, 0)
+        os.read(r, 1)
+        os._exit(0)
+    os.setpgid(c, c)
+    os.tcsetpgrp(0, c)
+    return c
 r, w = os.pipe()
-c = os.fork()
-if c == 0:
-    os.setpgid(0, 0)
-    os.read(r, 1)
-    os._exit(0)
-os.setpgid(c, c)
-os.tcsetpgrp(0, c)
+c = child(r)
+sys.stdout.write("fg=%d;\n" % c); sys.stdout.flush()
+_, st = os.waitpid(c, 0)
+sys.stdout.write("ended=%d;\n" % st); sys.stdout.flush()
+c = child(r)
 os.write(w, b"x")
 os.waitpid(c, 0)
-sys.stdout.write("fg=%d;\n" % os.tcgetpgrp(0)); sys.stdout.flush()
+sys.stdout.write("gone=%d;\n" % os.tcgetpgrp(0)); sys.stdout.flush()
 os.read(r, 1)
 `
 	m, c := scNewClient(t)
@@ -245,7 +253,17 @@ os.read(r, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(r.Output, "fg=")
+	if _, err := c.Kill(context.Background(), KillRequest{SessionID: r.SessionID, Signal: "TERM"}); err != nil {
+		t.Fatalf("kill_session signal TERM to the live foreground group: %v", err)
+	}
+	r, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, WaitFor: `^gone=[0-9]+;`, YieldTimeMs: ptr(20000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Output, "ended=15;") {
+		t.Fatalf("the live foreground group did not get SIGTERM (want ended=15): %q", r.Output)
+	}
+	_, rest, ok := strings.Cut(r.Output, "gone=")
 	num, _, ok2 := strings.Cut(rest, ";")
 	fg, err := strconv.Atoi(num)
 	if !ok || !ok2 || err != nil {
