@@ -631,7 +631,7 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 		pgid := s.pid
 		if s.tty {
 			// The foreground process group: what a human's terminal would signal.
-			if fg, err := s.master.ForegroundPgrp(); err == nil && fg > 0 {
+			if fg, err := s.master.ForegroundPgrp(); err == nil && fg > 0 && s.liveGroup(fg) {
 				pgid = fg
 			}
 			switch sig {
@@ -667,6 +667,30 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 	}
 	r.Notices = c.notices(skip, nil)
 	return r, nil
+}
+
+// liveGroup reports whether pgid is a process group of the session with a live member.
+// The terminal keeps naming its foreground group after the last process of that group
+// has exited, and the number can then belong to an unrelated process; such a group is
+// not ours to signal. The leader's own group always is: the reaper holds the leader
+// unreaped until its exit is recorded. A member found here keeps the number from being
+// reused until it exits, so only a group that ends between this check and the kill that
+// follows, and whose number is handed out again in that instant, escapes it. The group
+// leader is looked at first; the whole process table only when it has exited.
+func (s *Session) liveGroup(pgid int) bool {
+	if pgid == s.pid {
+		return true
+	}
+	member := func(p proc.Info) bool { return p.Pgid == pgid && p.Sid == s.pid && !p.Dead() }
+	if p, err := proc.Stat(pgid); err == nil && member(p) {
+		return true
+	}
+	for _, p := range proc.List() {
+		if member(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // signalSettle bounds how long kill_session with a signal waits for the signal's effect.
