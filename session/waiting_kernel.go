@@ -55,10 +55,9 @@ type ttyReader struct {
 }
 
 // probeKernel looks once at the foreground process group of s's terminal, output having
-// been quiet for quiet. It must be called
-// with collectMu held (it compares the agent cursor with the hub). It reads a few /proc
-// files per process and thread of the foreground group and makes a few syscalls; it
-// changes nothing.
+// been quiet for quiet. It must be called with collectMu held (it compares the agent
+// cursor with the hub). Through proc it reads a few kernel facts per process and thread
+// of the foreground group, and it makes a few syscalls; it changes nothing.
 func (s *Session) probeKernel(quiet time.Duration) (waitVerdict, string) {
 	if !s.tty || s.isExited() {
 		return waitNo, ""

@@ -8,10 +8,10 @@ import (
 )
 
 // The waiting-for-input detector without the kernel's view of blocked threads (macOS,
-// FreeBSD, and Linux built with the ptyhub_portable tag: proc.SyscallView is false). On FreeBSD each thread's wait message (ki_wmesg) decides
-// first when every thread of the foreground group sleeps on something it names: "ttyin"
-// is a terminal read (reported as "tty_read"), a timer, a child or a pipe is not a
-// prompt. Otherwise (macOS, the portable Linux build, a FreeBSD thread in select/poll)
+// FreeBSD, and Linux built with the ptyhub_portable tag: proc.SyscallView is false). On
+// FreeBSD each thread's wait message (ki_wmesg) decides first when every thread of the
+// foreground group sleeps on something it names: "ttyin" is a terminal read (reported as
+// "tty_read"), a timer, a child or a pipe is not a prompt. Otherwise (macOS, the portable Linux build, a FreeBSD thread in select/poll)
 // the verdict is a heuristic, reported as "quiet". It says "maybe waiting" (the caller
 // then also requires waitQuiet of quiet output) only when all of these hold:
 //   - output has settled: nothing unread at the master, nothing held by the reader
