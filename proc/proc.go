@@ -1,7 +1,7 @@
 // Package proc reads the facts ptyhub needs about other processes — state, parent,
 // process group, session, controlling terminal, start time, children, one environment
-// entry, the state of each thread — and owns the one sequence that ends a set of
-// processes.
+// entry, the state of each thread and what a sleeping one is blocked in — and owns the
+// one sequence that ends a set of processes.
 //
 // Linux reads /proc; darwin and FreeBSD ask sysctl kern.proc (kern.procargs2 or
 // kern.proc.env for another process's environment). Every reader is side-effect free and

@@ -18,7 +18,7 @@ const patternWindow = 8 << 10
 
 const (
 	// waitQuiet is how long output must have been quiet before a waitMaybe verdict (the
-	// kernel could not tell, see waiting_linux.go) counts as waiting for input.
+	// kernel could not tell, see waiting_kernel.go) counts as waiting for input.
 	waitQuiet = 500 * time.Millisecond
 )
 

@@ -82,7 +82,7 @@ type Session struct {
 	// readHeld is true while the reader holds bytes taken from the master that are not
 	// yet in the hub (pty.Master.ReadHold); the waiting-for-input detector reads it.
 	readHeld atomic.Bool
-	wait     waitState // waiting_linux.go: the waiting-for-input detector's cached facts
+	wait     waitState // waiting.go: the waiting-for-input detector's cached facts
 
 	// Feature state; each type lives in its own file with its own owner (see hooks.go).
 	scr *screenState // screen.go: terminal emulator, query answers, screen view

@@ -1,6 +1,6 @@
-//go:build !ptyhub_portable
+//go:build linux && amd64 && !ptyhub_portable
 
-package session
+package proc
 
 import "golang.org/x/sys/unix"
 

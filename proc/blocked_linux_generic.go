@@ -1,6 +1,6 @@
 //go:build linux && !amd64 && !ptyhub_portable
 
-package session
+package proc
 
 // The older waiting syscalls do not exist on this architecture (only pselect6, ppoll and
 // epoll_pwait do); these values never match a syscall number.

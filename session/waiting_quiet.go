@@ -1,22 +1,17 @@
-//go:build (linux && ptyhub_portable) || darwin || freebsd
-
 package session
 
 import (
 	"bytes"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ptyhub/ptyhub/proc"
-	"github.com/ptyhub/ptyhub/pty"
 )
 
-// The waiting-for-input detector without wait channels (macOS, FreeBSD, and Linux built
-// with the ptyhub_portable tag). On FreeBSD each thread's wait message (ki_wmesg) decides
-// first when every thread of the foreground group sleeps on something it names: "ttyin"
-// is a terminal read (reported as "tty_read"), a timer, a child or a pipe is not a
-// prompt. Otherwise (macOS, the portable Linux build, a FreeBSD thread in select/poll)
+// The waiting-for-input detector without the kernel's view of blocked threads (macOS,
+// FreeBSD, and Linux built with the ptyhub_portable tag: proc.SyscallView is false). On
+// FreeBSD each thread's wait message (ki_wmesg) decides first when every thread of the
+// foreground group sleeps on something it names: "ttyin" is a terminal read (reported as
+// "tty_read"), a timer, a child or a pipe is not a prompt. Otherwise (macOS, the portable Linux build, a FreeBSD thread in select/poll)
 // the verdict is a heuristic, reported as "quiet". It says "maybe waiting" (the caller
 // then also requires waitQuiet of quiet output) only when all of these hold:
 //   - output has settled: nothing unread at the master, nothing held by the reader
@@ -38,30 +33,10 @@ import (
 // cpuWindow is how long the foreground group's CPU time must stay still.
 const cpuWindow = 100 * time.Millisecond
 
-// waitState caches the detector's view between looks; used only under collectMu.
-type waitState struct {
-	pr      proc.Reader
-	visited []int
-	fg      []int     // the live processes of the foreground group at the last look
-	pgrp    int       // the group the CPU baseline is of
-	cpu     uint64    // its CPU time, unchanged since since
-	cpuSet  bool      // a baseline is taken
-	since   time.Time // when cpu was last seen to change
-}
-
-// Detection methods reported in Result.WaitDetection.
-const (
-	methodRead  = "tty_read"
-	methodQuiet = "quiet"
-)
-
-// waitDetectionAvailable says whether this platform has a waiting-for-input detector.
-const waitDetectionAvailable = true
-
-// probeWait looks once at the foreground process group of s's terminal (collectMu
+// probeQuiet looks once at the foreground process group of s's terminal (collectMu
 // held). It reads the process table for the session's tree and polls the terminal; it
 // changes nothing but its own cache.
-func (s *Session) probeWait(time.Duration) (waitVerdict, string) {
+func (s *Session) probeQuiet() (waitVerdict, string) {
 	if !s.tty || s.isExited() || !s.outputSettled() {
 		return waitNo, ""
 	}
@@ -220,35 +195,3 @@ func (s *Session) foregroundAsleep(w *waitState, pgrp int) (cpu uint64, asleep, 
 	}
 	return cpu, true, found
 }
-
-// maxWaitProcs bounds the processes one look examines.
-const maxWaitProcs = 256
-
-// outputSettled reports whether every byte the program printed is in the hub and read by
-// the agent cursor (any cursor with settledAnyCursor; see pty.Master.ReadHold for the
-// order). Called with collectMu held.
-func (s *Session) outputSettled() bool {
-	if pending, err := s.master.OutputPending(); err != nil || pending {
-		return false
-	}
-	return !s.readHeld.Load() && (s.settledAnyCursor || s.hub.End() == s.cursor)
-}
-
-// slaveInputPending opens the slave (without making it a controlling terminal) and asks
-// whether a read would return data now.
-func slaveInputPending(m *pty.Master) (pending, ok bool) {
-	name, err := m.PeerName()
-	if err != nil {
-		return false, false
-	}
-	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false, false
-	}
-	defer unix.Close(fd)
-	p, err := pty.PollIn(fd)
-	return p, err == nil
-}
-
-// readerAhead cannot tell without wait channels: typed input is never held.
-func (s *Session) readerAhead(*waitState) bool { return false }

@@ -1,13 +1,7 @@
-//go:build linux && !ptyhub_portable
-
 package session
 
 import (
-	"bytes"
-	"encoding/binary"
-	"os"
 	"slices"
-	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -16,8 +10,9 @@ import (
 	"github.com/ptyhub/ptyhub/pty"
 )
 
-// The waiting-for-input detector, from the kernel's view of the
-// terminal's foreground process group. What programs block in, measured on Linux 6.18:
+// The waiting-for-input detector from the kernel's view of the terminal's foreground
+// process group, where proc.SyscallView (Linux without the ptyhub_portable tag); proc
+// reads the view, this file decides. What programs block in, measured on Linux 6.18:
 //
 //	cat, read -p, read -s, less, getpass   read(2) on the tty (fd 0, or fd 3 = /dev/tty)
 //	bash -i, python3 -q (GNU readline)     pselect6(1, {0}, …): fd 0 only
@@ -48,75 +43,27 @@ import (
 // /proc/PID/syscall, /proc/PID/mem and pidfd_getfd need ptrace access to the program:
 // the server is its ancestor (through the reaper), which Yama's ptrace_scope 1 allows.
 
-// waitState caches facts about the session's terminal for the detector. It is used only
-// under collectMu.
-type waitState struct {
-	dev     uint64 // st_rdev of /dev/pts/N; 0 until known
-	devErr  bool   // PeerDevice failed: recognise the tty by /dev/tty only
-	buf     []byte // scratch for /proc reads
-	pr      proc.Reader
-	visited []int // scratch for the process walk
-	kids    []int // scratch for the walk of a poller's descendants
-	// The CPU time of the descendants holding the other ends of poller childPid's pipes
-	// and ptys, unchanged since childSince (see childWorks); childSet says it is taken.
-	childSet   bool
-	childPid   int
-	childCPU   uint64
-	childSince time.Time
-	// timed holds, for each thread seen in a short timed wait on the terminal since
-	// output last arrived, its CPU time then (see withTimeout).
-	timed map[int]timedWait
-	// quiet is how long output has been quiet at the current look, and end the end of
-	// the output then (set by probeWait).
-	quiet time.Duration
-	end   int64
-	// anyRead: a wait that involves the terminal counts as reading it even when it is
-	// timed or beside a working child (the typeahead view, readerAhead: input typed then
-	// will be read when the wait ends).
-	anyRead bool
-}
-
 // timedWait is a thread seen in a short timed wait on the terminal.
 type timedWait struct {
 	run uint64 // its CPU time (schedstat), ns
 	end int64  // the end of the output then
 }
 
-// Detection methods reported in Result.WaitDetection.
-const (
-	methodRead  = "tty_read"
-	methodPoll  = "tty_poll"
-	methodQuiet = "quiet"
-)
-
-// waitDetectionAvailable says whether this platform has the kernel-based detector.
-const waitDetectionAvailable = true
-
-// maxWaitProcs bounds the processes one look examines (a huge foreground pipeline is not
-// waiting at a prompt; it is not worth a long /proc walk either).
-const maxWaitProcs = 256
-
-var devTTY = unix.Mkdev(5, 0)
-
 // ttyReader is a thread found blocked reading the terminal.
 type ttyReader struct {
 	pid, fd int
 }
 
-// probeWait looks once at the foreground process group of s's terminal, output having
-// been quiet for quiet. It must be called
-// with collectMu held (it compares the agent cursor with the hub). It reads a few /proc
-// files per process and thread of the foreground group and makes a few syscalls; it
-// changes nothing.
-func (s *Session) probeWait(quiet time.Duration) (waitVerdict, string) {
+// probeKernel looks once at the foreground process group of s's terminal, output having
+// been quiet for quiet. It must be called with collectMu held (it compares the agent
+// cursor with the hub). Through proc it reads a few kernel facts per process and thread
+// of the foreground group, and it makes a few syscalls; it changes nothing.
+func (s *Session) probeKernel(quiet time.Duration) (waitVerdict, string) {
 	if !s.tty || s.isExited() {
 		return waitNo, ""
 	}
 	w := &s.wait
 	w.quiet, w.end = quiet, s.hub.End()
-	if w.buf == nil {
-		w.buf = make([]byte, 4096)
-	}
 	if w.dev == 0 && !w.devErr {
 		d, err := s.master.PeerDevice()
 		w.dev, w.devErr = d, err != nil
@@ -170,17 +117,6 @@ func (s *Session) probeWait(quiet time.Duration) (waitVerdict, string) {
 	return waitYes, sc.method
 }
 
-// outputSettled reports whether every byte the program printed is in the hub and read
-// by the agent cursor: nothing unread at the master (poll flushes the kernel's pending
-// buffer work first), nothing held by the reader goroutine, nothing unread in the hub.
-// The order matters: see pty.Master.ReadHold. Called with collectMu held.
-func (s *Session) outputSettled() bool {
-	if pending, err := s.master.OutputPending(); err != nil || pending {
-		return false
-	}
-	return !s.readHeld.Load() && (s.settledAnyCursor || s.hub.End() == s.cursor)
-}
-
 // fgScan is one pass over the threads of the foreground process group.
 type fgScan struct {
 	busy   bool      // some thread runs, is in disk sleep or stopped
@@ -194,16 +130,13 @@ type fgScan struct {
 // first busy thread. It uses the detector's cache, s.wait (collectMu held).
 func (s *Session) scanForeground(pgrp int) fgScan { return s.scanForegroundIn(&s.wait, pgrp) }
 
-// readerAhead reports whether the terminal's foreground group is not reading the
+// readerAheadKernel reports whether the terminal's foreground group is not reading the
 // terminal now: it runs, or sleeps on something else (a child, a timer, a pipe), or no
 // program has taken the terminal yet. Unknown waits count as reading, and so do timed
 // waits and waits beside a working child (input typed then is read when they end). It
 // uses w, which its caller owns.
-func (s *Session) readerAhead(w *waitState) bool {
+func (s *Session) readerAheadKernel(w *waitState) bool {
 	w.anyRead = true
-	if w.buf == nil {
-		w.buf = make([]byte, 4096)
-	}
 	if w.dev == 0 && !w.devErr {
 		d, err := s.master.PeerDevice()
 		w.dev, w.devErr = d, err != nil
@@ -281,20 +214,6 @@ func (s *Session) scanForegroundIn(w *waitState, pgrp int) (sc fgScan) {
 	return sc
 }
 
-// read reads a small /proc file into the scratch buffer.
-func (w *waitState) read(path string) ([]byte, bool) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, false
-	}
-	n, err := unix.Read(fd, w.buf)
-	unix.Close(fd)
-	if err != nil || n <= 0 {
-		return nil, false
-	}
-	return w.buf[:n], true
-}
-
 // blockKind is what a sleeping thread waits for.
 type blockKind uint8
 
@@ -316,132 +235,28 @@ const (
 // async step (setTimeout) 1.5 s.
 const timedWaitMax = 3 * time.Second
 
-// classify reads /proc/PID/task/TID/syscall and decides what the thread waits for. fd is
-// the terminal fd for blockTTYRead and blockTTYPoll.
+// classify decides what thread tid of process pid waits for, from what the kernel says
+// it is blocked in (proc.Reader.ThreadBlocked). fd is the terminal fd for blockTTYRead
+// and blockTTYPoll.
 func (w *waitState) classify(pid, tid int) (blockKind, int) {
-	b, ok := w.read("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/syscall")
-	if !ok {
-		if _, err := os.Stat("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid)); err != nil {
-			return blockOther, 0 // gone
-		}
-		return blockUnknown, 0 // not allowed to look (a setuid program)
-	}
-	f := bytes.Fields(b)
-	if len(f) == 0 || string(f[0]) == "running" {
+	b := w.pr.ThreadBlocked(pid, tid)
+	switch b.Call {
+	case proc.CallRunning:
 		return blockBusy, 0
-	}
-	nr, err := strconv.ParseInt(string(f[0]), 10, 64)
-	if err != nil || nr < 0 || len(f) < 7 {
-		return blockOther, 0 // blocked outside a syscall (e.g. a page fault)
-	}
-	var args [6]uint64
-	for i := range args {
-		args[i], _ = strconv.ParseUint(string(bytes.TrimPrefix(f[i+1], []byte("0x"))), 16, 64)
-	}
-	switch nr {
-	case unix.SYS_READ, unix.SYS_READV:
-		fd := int(args[0])
-		switch w.fdKind(pid, fd) {
+	case proc.CallUnknown:
+		return blockUnknown, 0
+	case proc.CallRead:
+		switch w.fdKind(pid, b.FD) {
 		case fdTTY:
-			return blockTTYRead, fd
+			return blockTTYRead, b.FD
 		case fdUnknown:
 			return blockUnknown, 0
 		}
 		return blockOther, 0
-	case unix.SYS_PSELECT6, sysSelect:
-		nfds, readfds := int(min(args[0], 1024)), args[1]
-		if readfds == 0 || nfds <= 0 {
-			return blockOther, 0
-		}
-		timeout := timeoutAt(pid, args[4], nr == unix.SYS_PSELECT6)
-		if nfds == 1 { // only fd 0 can be in the set: no need to read it
-			return w.withTimeout(tid, timeout, w.pollSet)(pid, []int{0})
-		}
-		set, ok := readMem(pid, readfds, (nfds+7)/8)
-		if !ok {
-			return blockUnknown, 0
-		}
-		var fds []int
-		for fd := 0; fd < nfds; fd++ {
-			if set[fd/8]&(1<<(fd%8)) != 0 {
-				fds = append(fds, fd)
-			}
-		}
-		return w.withTimeout(tid, timeout, w.pollSet)(pid, fds)
-	case unix.SYS_PPOLL, sysPoll:
-		n := int(min(args[1], 256))
-		if n == 0 {
-			return blockOther, 0
-		}
-		raw, ok := readMem(pid, args[0], n*8)
-		if !ok {
-			return blockUnknown, 0
-		}
-		var fds []int
-		for i := 0; i < n; i++ {
-			fd := int32(binary.NativeEndian.Uint32(raw[i*8:]))
-			ev := binary.NativeEndian.Uint16(raw[i*8+4:])
-			if fd >= 0 && ev&(unix.POLLIN|unix.POLLPRI) != 0 {
-				fds = append(fds, int(fd))
-			}
-		}
-		var timeout time.Duration
-		if nr == unix.SYS_PPOLL {
-			timeout = timeoutAt(pid, args[2], true)
-		} else {
-			timeout = msTimeout(args[2])
-		}
-		return w.withTimeout(tid, timeout, w.pollSet)(pid, fds)
-	case unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2, sysEpollWait:
-		fds, ok := w.epollSet(pid, int(args[0]))
-		if !ok {
-			return blockUnknown, 0
-		}
-		var timeout time.Duration
-		if nr == unix.SYS_EPOLL_PWAIT2 {
-			timeout = timeoutAt(pid, args[3], true)
-		} else {
-			timeout = msTimeout(args[3])
-		}
-		return w.withTimeout(tid, timeout, w.pollSet)(pid, fds)
+	case proc.CallMultiplex:
+		return w.withTimeout(tid, b.Timeout, w.pollSet)(pid, b.FDs)
 	}
 	return blockOther, 0
-}
-
-// noTimeout is the timeout of a wait without one.
-const noTimeout time.Duration = -1
-
-// msTimeout is the timeout of poll and epoll_wait: an int of milliseconds, negative for
-// none.
-func msTimeout(arg uint64) time.Duration {
-	ms := int32(arg)
-	if ms < 0 {
-		return noTimeout
-	}
-	return time.Duration(ms) * time.Millisecond
-}
-
-// timeoutAt reads the timeout a waiting syscall points to: a struct timespec (ppoll,
-// pselect6, epoll_pwait2) or a struct timeval (select), in process pid's memory. A null
-// pointer is no timeout; an unreadable one counts as a short timeout, so the wait is
-// looked at again rather than taken for a prompt at once.
-func timeoutAt(pid int, addr uint64, timespec bool) time.Duration {
-	if addr == 0 {
-		return noTimeout
-	}
-	raw, ok := readMem(pid, addr, 16)
-	if !ok {
-		return 0
-	}
-	sec := int64(binary.NativeEndian.Uint64(raw))
-	frac := int64(binary.NativeEndian.Uint64(raw[8:]))
-	if !timespec {
-		frac *= 1000 // microseconds
-	}
-	if sec < 0 || sec > int64(timedWaitMax/time.Second)+1 {
-		return time.Duration(max(sec, 0)) * time.Second
-	}
-	return time.Duration(sec)*time.Second + time.Duration(frac)
 }
 
 // withTimeout wraps the classification of a multiplexed wait with its timeout: a wait on
@@ -457,7 +272,7 @@ func (w *waitState) withTimeout(tid int, timeout time.Duration, classify func(in
 		if w.anyRead || (k != blockTTYPoll && k != blockUnknown) || timeout < 0 || timeout > timedWaitMax {
 			return k, fd
 		}
-		run, ok := w.threadRuntime(pid, tid)
+		run, ok := w.pr.ThreadRuntime(pid, tid)
 		if !ok {
 			return blockTimed, 0
 		}
@@ -477,20 +292,6 @@ func (w *waitState) withTimeout(tid int, timeout time.Duration, classify func(in
 		w.timed[tid] = timedWait{run, w.end}
 		return blockTimed, 0
 	}
-}
-
-// threadRuntime reads a thread's CPU time in nanoseconds (/proc/PID/task/TID/schedstat).
-func (w *waitState) threadRuntime(pid, tid int) (uint64, bool) {
-	b, ok := w.read("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/schedstat")
-	if !ok {
-		return 0, false
-	}
-	f := bytes.Fields(b)
-	if len(f) == 0 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(f[0]), 10, 64)
-	return n, err == nil
 }
 
 // pollSet classifies a wait on several fds: the terminal among internal fds (eventfds,
@@ -524,32 +325,6 @@ func (w *waitState) pollSet(pid int, fds []int) (blockKind, int) {
 	return blockTTYPoll, tty
 }
 
-// epollSet lists the fds an epoll instance watches for input (/proc/PID/fdinfo/EPFD).
-func (w *waitState) epollSet(pid, epfd int) ([]int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + strconv.Itoa(epfd))
-	if err != nil {
-		return nil, false
-	}
-	var fds []int
-	for line := range bytes.Lines(b) {
-		// "tfd:        0 events:       19 data: …"
-		rest, ok := bytes.CutPrefix(line, []byte("tfd:"))
-		if !ok {
-			continue
-		}
-		f := bytes.Fields(rest)
-		if len(f) < 3 || string(f[1]) != "events:" {
-			continue
-		}
-		fd, err1 := strconv.Atoi(string(f[0]))
-		ev, err2 := strconv.ParseUint(string(f[2]), 16, 32)
-		if err1 == nil && err2 == nil && ev&(unix.EPOLLIN|unix.EPOLLPRI) != 0 {
-			fds = append(fds, fd)
-		}
-	}
-	return fds, true
-}
-
 type fdKindT uint8
 
 const (
@@ -561,29 +336,24 @@ const (
 	fdPtmx // the master side of a pseudo-terminal
 )
 
-var devPtmx = unix.Mkdev(5, 2)
-
 // fdKind says whether fd of process pid is the session's terminal (its /dev/pts/N, or
 // /dev/tty, which is the controlling terminal of every process of the session).
 func (w *waitState) fdKind(pid, fd int) fdKindT {
-	var st unix.Stat_t
-	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(fd), &st); err != nil {
-		if err == unix.EACCES || err == unix.EPERM {
-			return fdUnknown
-		}
-		return fdOther
-	}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFCHR:
-		if st.Rdev == devTTY || w.dev != 0 && st.Rdev == w.dev {
+	f := w.pr.FD(pid, fd)
+	switch f.Kind {
+	case proc.FDUnknown:
+		return fdUnknown
+	case proc.FDDevTTY:
+		return fdTTY
+	case proc.FDCharDev:
+		if w.dev != 0 && f.Rdev == w.dev {
 			return fdTTY
 		}
-		if st.Rdev == devPtmx {
-			return fdPtmx
-		}
-	case unix.S_IFSOCK:
+	case proc.FDPtmx:
+		return fdPtmx
+	case proc.FDSocket:
 		return fdSocket
-	case unix.S_IFIFO:
+	case proc.FDPipe:
 		return fdPipe
 	}
 	return fdOther
@@ -605,50 +375,28 @@ func (w *waitState) childWorks(pid int, fds []int) bool {
 	var pipes []end    // the pipes in the set
 	var inner []uint64 // the slaves of the pty masters in the set
 	for _, fd := range fds {
-		var st unix.Stat_t
-		if unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(fd), &st) != nil {
-			continue
-		}
-		switch {
-		case st.Mode&unix.S_IFMT == unix.S_IFIFO:
-			pipes = append(pipes, end{st.Dev, st.Ino})
-		case st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == devPtmx:
-			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + strconv.Itoa(fd))
-			if err != nil {
-				continue
-			}
-			for line := range bytes.Lines(b) {
-				if v, ok := bytes.CutPrefix(line, []byte("tty-index:")); ok {
-					if n, err := strconv.Atoi(string(bytes.TrimSpace(v))); err == nil {
-						var pts unix.Stat_t
-						if unix.Stat("/dev/pts/"+strconv.Itoa(n), &pts) == nil {
-							inner = append(inner, pts.Rdev)
-						}
-					}
-				}
+		switch f := w.pr.FD(pid, fd); f.Kind {
+		case proc.FDPipe:
+			pipes = append(pipes, end{f.Dev, f.Ino})
+		case proc.FDPtmx:
+			if dev, ok := w.pr.PtyPeer(pid, fd); ok {
+				inner = append(inner, dev)
 			}
 		}
 	}
 	holds := func(kid int) bool {
-		dir := "/proc/" + strconv.Itoa(kid) + "/fd/"
-		d, err := os.Open(dir)
-		if err != nil {
+		open, ok := w.pr.FDs(kid)
+		if !ok {
 			return true // cannot tell: count it as a holder
 		}
-		names, _ := d.Readdirnames(-1)
-		d.Close()
-		for _, n := range names {
-			var st unix.Stat_t
-			if unix.Stat(dir+n, &st) != nil {
-				continue
-			}
-			switch st.Mode & unix.S_IFMT {
-			case unix.S_IFIFO:
-				if slices.Contains(pipes, end{st.Dev, st.Ino}) {
+		for _, f := range open {
+			switch f.Kind {
+			case proc.FDPipe:
+				if slices.Contains(pipes, end{f.Dev, f.Ino}) {
 					return true
 				}
-			case unix.S_IFCHR:
-				if slices.Contains(inner, st.Rdev) {
+			case proc.FDDevTTY, proc.FDPtmx, proc.FDCharDev:
+				if slices.Contains(inner, f.Rdev) {
 					return true
 				}
 			}
@@ -656,7 +404,7 @@ func (w *waitState) childWorks(pid int, fds []int) bool {
 		return false
 	}
 	// A view of the detector in which the inner terminals are the terminal.
-	sub := &waitState{buf: make([]byte, len(w.buf))}
+	sub := &waitState{}
 	var cpu uint64
 	held := false // some live descendant holds an end; from then on its subtree counts
 	w.kids = w.pr.AppendChildren(w.kids[:0], pid, 0)
@@ -707,47 +455,14 @@ func (w *waitState) childWorks(pid int, fds []int) bool {
 	return now.Sub(w.childSince) < childIdle
 }
 
-// readMem reads n bytes of process pid's memory at addr (/proc/PID/mem).
-func readMem(pid int, addr uint64, n int) ([]byte, bool) {
-	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/mem", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, false
-	}
-	defer unix.Close(fd)
-	buf := make([]byte, n)
-	m, err := unix.Pread(fd, buf, int64(addr))
-	return buf, err == nil && m == n
-}
-
 // ttyInputPending asks, through a copy of process pid's own terminal fd (pidfd_getfd),
 // whether a read would return data now. ok is false when the copy cannot be had.
 func ttyInputPending(pid, fd int) (pending, ok bool) {
-	pfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return false, false
-	}
-	defer unix.Close(pfd)
-	dup, err := unix.PidfdGetfd(pfd, fd, 0)
+	dup, err := proc.DupFD(pid, fd)
 	if err != nil {
 		return false, false
 	}
 	defer unix.Close(dup)
 	p, err := pty.PollIn(dup)
-	return p, err == nil
-}
-
-// slaveInputPending is the fallback of ttyInputPending when pidfd_getfd is not available:
-// it opens the slave (without making it a controlling terminal) and polls it.
-func slaveInputPending(m *pty.Master) (pending, ok bool) {
-	name, err := m.PeerName()
-	if err != nil {
-		return false, false
-	}
-	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false, false
-	}
-	defer unix.Close(fd)
-	p, err := pty.PollIn(fd)
 	return p, err == nil
 }
