@@ -132,7 +132,9 @@ func takePid(t *testing.T, pid int) *reuser {
 		got := r.cmd.Process.Pid
 		r.stop(t)
 		if time.Now().After(deadline) {
-			t.Fatalf("pid %d of the ended session's leader was never freed (the last process started got %d)", pid, got)
+			// Not a signal sent to the wrong process: this run could not hand the pid
+			// to another process, so it proves nothing either way.
+			t.Skipf("pid %d of the ended session's leader was not free within 30 s (the last process started got %d): reuse could not be forced in this run", pid, got)
 		}
 	}
 }
