@@ -72,15 +72,15 @@ func (a *askState) rang() <-chan struct{} {
 	return a.rung
 }
 
-// noteHumanInput records input typed by an attached person.
-func (s *Session) noteHumanInput(p []byte) {
+// noteHumanInput records input typed by an attached person; end is the output's end
+// before the input was queued, so that any output after it answers the input.
+func (s *Session) noteHumanInput(p []byte, end int64) {
 	canon := true
 	if s.tty {
 		if a, err := s.master.Attrs(); err == nil {
 			canon = a.Canonical
 		}
 	}
-	end := s.hub.End()
 	a := &s.ask
 	a.mu.Lock()
 	a.typed += int64(len(p))

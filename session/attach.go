@@ -174,13 +174,16 @@ func (a *Attachment) Write(p []byte) error {
 		return fmt.Errorf("%w: detached", ErrInvalid)
 	}
 	a.s.touch()
+	// The output's end before the input is queued: the program's answer to it, which may
+	// be printed before enqueue returns, lies after this offset (ask.go).
+	end := a.s.hub.End()
 	if _, err := a.s.enqueue(append([]byte(nil), p...), false); err != nil {
 		return err
 	}
 	if a.opts.Pool == "" || sharedPool(a.opts.Pool) != a.s.pool {
 		a.s.att.input.Add(int64(len(p)))
 	}
-	a.s.noteHumanInput(p)
+	a.s.noteHumanInput(p, end)
 	return nil
 }
 
