@@ -87,6 +87,7 @@ func TestWaitingVimE2E(t *testing.T) {
 // question, not while the timer runs with the terminal still in node's epoll set.
 func TestWaitingNodeE2E(t *testing.T) {
 	t.Parallel()
+	testtool.KernelOnly(t, "node's timer wait beside the terminal (its wizard's async step) is told from a prompt by the wait's timeout, which only the kernel's view reads")
 	testtool.Need(t, "node")
 	c := wE2EClient(t)
 	ctx := context.Background()
@@ -258,6 +259,7 @@ const check = a => new Promise(res => setTimeout(() => res(a), 300));
 // apt-get install polls the terminal together with dpkg's pty and a pipe while dpkg
 // works: the call returns once, at the exit. Needs root and Debian's mirror (CI has both).
 func TestWaitingAptGetE2E(t *testing.T) {
+	testtool.KernelOnly(t, "apt-get polls the terminal beside dpkg's pty; a wait on a working child is told only by the kernel's view of the wait")
 	testtool.Need(t, "apt-get", "dpkg")
 	if os.Geteuid() != 0 {
 		testtool.Missing(t, "apt-get install needs root")
