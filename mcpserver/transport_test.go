@@ -7,11 +7,12 @@ import (
 	"io"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/ptyhub/ptyhub/internal/testtool"
 )
 
 // rpc drives Run over pipes as a stdio client would.
@@ -186,7 +187,7 @@ func TestTransportEOF(t *testing.T) {
 func TestTransportUnencodable(t *testing.T) {
 	t.Parallel()
 	inR, inW := io.Pipe()
-	var out syncBuffer
+	var out testtool.Buffer
 	tr := &LineTransport{In: inR, Out: &out}
 	conn, err := tr.Connect(context.Background())
 	if err != nil {
@@ -217,30 +218,13 @@ func TestTransportUnencodable(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A request reusing the id of one still unanswered is refused with that id; once the
 // first is answered, the id can be used again. The server sees ids of the transport's
 // own, and the answer carries the client's id as written.
 func TestTransportDuplicateID(t *testing.T) {
 	t.Parallel()
 	inR, inW := io.Pipe()
-	var out syncBuffer
+	var out testtool.Buffer
 	conn, err := (&LineTransport{In: inR, Out: &out}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 
+	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -238,7 +239,7 @@ func TestExecInterrupted(t *testing.T) {
 			marker := newMarker(t)
 			cmd := exec.Command(bin, "exec", "--yield", "1m", "--env", "PTYHUB_TEST_MARKER="+marker,
 				"-c", "trap '' HUP TERM; echo started; sleep 1000")
-			out := &syncBuffer{}
+			out := &testtool.Buffer{}
 			cmd.Stdout, cmd.Stderr = out, out
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -271,7 +272,7 @@ func TestMCPLifecycle(t *testing.T) {
 			cmd := exec.Command(bin, "mcp")
 			stdin, _ := cmd.StdinPipe()
 			stdoutR, _ := cmd.StdoutPipe()
-			stderr := &syncBuffer{}
+			stderr := &testtool.Buffer{}
 			cmd.Stderr = stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -365,7 +366,7 @@ func TestMCPTools(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.Command(bin, "mcp")
-	cmd.Stderr = &syncBuffer{}
+	cmd.Stderr = &testtool.Buffer{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "cli-test", Version: "0"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -434,7 +435,7 @@ func TestMCPConcurrentAndCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.Command(bin, "mcp")
-	cmd.Stderr = &syncBuffer{}
+	cmd.Stderr = &testtool.Buffer{}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "cli-test", Version: "0"}, nil).
 		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -557,23 +558,6 @@ func waitTimeout(cmd *exec.Cmd, d time.Duration) error {
 		<-done
 		return fmt.Errorf("did not exit within %v", d)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // ptyhub attach with a pipe for stdin (open, never ending, not a terminal) fails at once
