@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ptyhub/ptyhub/internal/testtool"
 )
 
 // rawAgent drives `ptyhub mcp` with raw JSON-RPC lines, as a client that sends what it
@@ -25,7 +27,7 @@ type rawAgent struct {
 	cmd    *osexec.Cmd
 	in     io.WriteCloser
 	lines  chan string
-	stderr *syncBuf
+	stderr *testtool.Buffer
 }
 
 func (h *svHub) rawAgent(args ...string) *rawAgent {
@@ -40,7 +42,7 @@ func (h *svHub) rawAgent(args ...string) *rawAgent {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	a := &rawAgent{t: h.t, cmd: cmd, in: in, lines: make(chan string, 64), stderr: &syncBuf{}}
+	a := &rawAgent{t: h.t, cmd: cmd, in: in, lines: make(chan string, 64), stderr: &testtool.Buffer{}}
 	cmd.Stderr = a.stderr
 	if err := cmd.Start(); err != nil {
 		h.t.Fatal(err)

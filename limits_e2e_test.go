@@ -1,14 +1,12 @@
 package ptyhub_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	osexec "os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -25,38 +23,23 @@ func prlimitPath(t *testing.T) string {
 	return p
 }
 
-// syncBuf is a buffer written by a process's output copier and read by the test.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serveLimited starts `ptyhub serve` for h under prlimit --nofile=nofile and returns its
 // log; it is stopped with SIGTERM at cleanup.
-func serveLimited(t *testing.T, h *svHub, nofile string, extra ...string) *syncBuf {
+func serveLimited(t *testing.T, h *svHub, nofile string, extra ...string) *testtool.Buffer {
 	t.Helper()
 	args := append([]string{"--nofile=" + nofile, h.bin, "serve", "--idle-exit", "0"}, extra...)
 	srv := osexec.Command(prlimitPath(t), args...)
 	srv.Env = h.env
-	logb := &syncBuf{}
+	logb := &testtool.Buffer{}
 	srv.Stderr = logb
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() })
-	svWait(t, "the server", func() bool { return h.serverPID() == srv.Process.Pid })
+	// The lock names the server before it listens; "serving" is logged once it does.
+	svWait(t, "the server", func() bool {
+		return h.serverPID() == srv.Process.Pid && strings.Contains(logb.String(), "serving")
+	})
 	return logb
 }
 

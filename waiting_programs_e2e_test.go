@@ -264,9 +264,17 @@ func TestWaitingAptGetE2E(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testtool.Missing(t, "apt-get install needs root")
 	}
-	const pkg = "sl"
-	if oexec.Command("dpkg", "-s", pkg).Run() == nil {
-		testtool.Missing(t, pkg+" is already installed; the test installs and purges it")
+	// The first of a few tiny packages without dependencies that is not installed: the
+	// test installs and purges it, and never removes what the machine already had.
+	pkg := ""
+	for _, p := range []string{"sl", "hello", "figlet", "cowsay"} {
+		if oexec.Command("dpkg", "-s", p).Run() != nil {
+			pkg = p
+			break
+		}
+	}
+	if pkg == "" {
+		testtool.Missing(t, "sl, hello, figlet and cowsay are all installed; the test installs and purges one of them")
 	}
 	c := wE2EClient(t)
 	ctx := context.Background()
