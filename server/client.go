@@ -260,9 +260,15 @@ func Dial(ctx context.Context, o DialOptions) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newClient(c, w), nil
+}
+
+// newClient returns the client of a service connection c whose server welcomed it with w,
+// and starts its reader.
+func newClient(c net.Conn, w *Welcome) *Client {
 	cl := &Client{c: c, welcome: w, pending: map[uint64]chan *frame{}, done: make(chan struct{})}
 	go cl.readLoop()
-	return cl, nil
+	return cl
 }
 
 // Done returns a channel closed when the connection to the server has ended.
@@ -364,107 +370,6 @@ func (c *Client) lostErr() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
-}
-
-// Exec implements session.Service.
-func (c *Client) Exec(ctx context.Context, req session.ExecRequest) (*session.Result, error) {
-	r := &session.Result{}
-	if err := c.call(ctx, opExec, req, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// Write implements session.Service.
-func (c *Client) Write(ctx context.Context, req session.WriteRequest) (*session.Result, error) {
-	r := &session.Result{}
-	if err := c.call(ctx, opWrite, req, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// Read implements session.Service.
-func (c *Client) Read(ctx context.Context, req session.ReadRequest) (*session.Result, error) {
-	r := &session.Result{}
-	if err := c.call(ctx, opRead, req, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// List implements session.Service.
-func (c *Client) List(ctx context.Context) (*session.ListResult, error) {
-	r := &session.ListResult{}
-	if err := c.call(ctx, opList, nil, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// Status returns the server's health (sessions by state, fds and their limit, RSS).
-func (c *Client) Status(ctx context.Context) (*Status, error) {
-	r := &Status{}
-	if err := c.call(ctx, opStatus, nil, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// Web asks the server to start its browser view on listen (host:port; "" for a free
-// port on 127.0.0.1) unless it runs already, and returns the page's URL with its token.
-func (c *Client) Web(ctx context.Context, listen string) (string, error) {
-	var r webReply
-	if err := c.call(ctx, opWeb, webBody{Listen: listen}, &r); err != nil {
-		return "", err
-	}
-	return r.URL, nil
-}
-
-// AskHuman implements session.Asker.
-func (c *Client) AskHuman(ctx context.Context, req session.AskRequest) (*session.AskResult, error) {
-	r := &session.AskResult{}
-	if err := c.call(ctx, opAsk, req, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// Kill implements session.Service.
-func (c *Client) Kill(ctx context.Context, req session.KillRequest) (*session.KillResult, error) {
-	r := &session.KillResult{}
-	if err := c.call(ctx, opKill, req, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// Resize implements session.Service.
-func (c *Client) Resize(ctx context.Context, req session.ResizeRequest) (*session.ResizeResult, error) {
-	r := &session.ResizeResult{}
-	if err := c.call(ctx, opResize, req, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// Wait implements session.Service. Cancelling ctx cancels the wait in the server (not
-// the sessions).
-func (c *Client) Wait(ctx context.Context, req session.WaitRequest) (*session.WaitResult, error) {
-	r := &session.WaitResult{}
-	if err := c.call(ctx, opWait, req, r); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// Watch implements session.Service.
-func (c *Client) Watch(ctx context.Context, req session.WatchRequest) (*session.WatchResult, error) {
-	r := &session.WatchResult{}
-	if err := c.call(ctx, opWatch, req, r); err != nil {
-		return nil, err
-	}
-	return r, nil
 }
 
 // Close ends the connection. When the client owns its sessions (DialOptions.Own) and keep

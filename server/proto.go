@@ -34,21 +34,11 @@ const MaxFrame = 16 << 20
 // maxReplyFrame is the largest frame a client accepts from its server.
 const maxReplyFrame = 256 << 20
 
-// Ops.
+// The ops of the connection itself; those of its requests are the registered
+// operations (ops.go).
 const (
-	opExec   = "exec"
-	opWrite  = "write"
-	opRead   = "read"
-	opList   = "list"
-	opKill   = "kill"
-	opResize = "resize"
-	opWait   = "wait"
-	opWatch  = "watch"
-	opStatus = "status" // the server's health: body none, reply Status
-	opWeb    = "web"    // start the browser view: body webBody, reply webReply
-	opAsk    = "ask"    // ask for a person: body session.AskRequest, reply session.AskResult
-	opCancel = "cancel"
-	opBye    = "bye" // end the connection; body byeBody: sessions owned by it end unless keep
+	opCancel = "cancel" // cancel the request of the frame's id
+	opBye    = "bye"    // end the connection; body byeBody: sessions owned by it end unless keep
 	opReply  = "reply"
 
 	// attach

@@ -26,8 +26,8 @@ func FuzzFrames(f *testing.F) {
 		return b.Bytes()
 	}
 	hb, _ := json.Marshal(hello{Protocol: Protocol, Build: "b", Mode: ModeService, Caller: &session.Caller{Dir: "/tmp", Env: []string{"A=1"}}})
-	f.Add(enc(&frame{Op: "hello", Body: hb}, &frame{ID: 1, Op: opList}, &frame{ID: 2, Op: opRead, Body: json.RawMessage(`{"session_id":"1","view":"raw"}`)}))
-	f.Add(enc(&frame{ID: 3, Op: opWrite, Body: json.RawMessage(`{"session_id":"1","chars":"ls\n","yield_time_ms":-5}`)}))
+	f.Add(enc(&frame{Op: "hello", Body: hb}, &frame{ID: 1, Op: opList.name}, &frame{ID: 2, Op: opRead.name, Body: json.RawMessage(`{"session_id":"1","view":"raw"}`)}))
+	f.Add(enc(&frame{ID: 3, Op: opWrite.name, Body: json.RawMessage(`{"session_id":"1","chars":"ls\n","yield_time_ms":-5}`)}))
 	f.Add(enc(&frame{Op: opInput, Data: []byte("\x1b[A\x00\xff")}, &frame{Op: opWinsize, Body: json.RawMessage(`{"rows":0,"cols":70000}`)}))
 	f.Add(enc(&frame{ID: 9, Op: opReply, Error: &wireError{Kind: "not_found", Message: "x"}}))
 	f.Add([]byte{0, 0, 0, 2, '{', '}'})

@@ -458,9 +458,9 @@ func reply(id uint64, body any) *frame {
 	return &frame{ID: id, Op: opReply, Body: b}
 }
 
-// serveService serves requests, each on its own goroutine so a long yield blocks nothing.
-// When the connection ends, every request still running is cancelled and the sessions it
-// owns end (unless it is not an owning connection, or said bye with keep).
+// serveService welcomes a service connection and serves its requests (serveRequests) on
+// its session client. When the connection ends, the sessions it owns end (unless it is
+// not an owning connection, or said bye with keep; a token's wait for the grace period).
 func (s *Server) serveService(c *net.UnixConn, h hello, w *Welcome) {
 	out := &sender{c: c}
 	if out.send(reply(0, w)) != nil {
@@ -490,22 +490,40 @@ func (s *Server) serveService(c *net.UnixConn, h hello, w *Welcome) {
 	if s.hosts != nil {
 		svc = &Federation{Local: client, Others: s.hosts.members}
 	}
+	keep := !h.Own
+	s.serveRequests(c, out, connService{Service: svc, s: s}, func(k bool) {
+		keep = keep || k
+		if token != "" {
+			s.dropClaim(token, true, keep)
+			token = ""
+		} else {
+			cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			client.Close(cctx, keep)
+			cancel()
+		}
+	})
+	if token != "" {
+		// Gone without a bye: the client may come back (a dropped ssh).
+		s.dropClaim(token, false, false)
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	client.Close(cctx, keep)
+	cancel()
+}
+
+// serveRequests serves the requests of the service connection c on svc, each on its own
+// goroutine so a long yield blocks nothing, until the connection ends or says bye. Every
+// request still running is then cancelled and waited for; after a bye, bye is called
+// with the bye's keep, and then the bye is answered.
+func (s *Server) serveRequests(c net.Conn, out *sender, svc session.Service, bye func(keep bool)) {
 	ctx, cancelAll := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	inflight := map[uint64]context.CancelFunc{}
 	var wg sync.WaitGroup
-	keep := !h.Own
 	defer func() {
 		cancelAll()
 		wg.Wait()
-		if token != "" {
-			// Gone without a bye: the client may come back (a dropped ssh).
-			s.dropClaim(token, false, false)
-			return
-		}
-		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		client.Close(cctx, keep)
-		cancel()
 	}()
 	for {
 		f, err := readFrame(c, MaxFrame)
@@ -525,17 +543,9 @@ func (s *Server) serveService(c *net.UnixConn, h hello, w *Welcome) {
 		case opBye:
 			var b byeBody
 			strictDecode(f.Body, &b)
-			keep = keep || b.Keep
 			cancelAll()
 			wg.Wait()
-			if token != "" {
-				s.dropClaim(token, true, keep)
-				token = ""
-			} else {
-				cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-				client.Close(cctx, keep)
-				cancel()
-			}
+			bye(b.Keep)
 			out.send(reply(f.ID, struct{}{}))
 			return
 		default:
@@ -638,73 +648,11 @@ func (s *Server) dispatch(ctx context.Context, c session.Service, f *frame) (r *
 			r = &frame{ID: f.ID, Op: opReply, Error: &wireError{Message: fmt.Sprintf("ptyhub server: internal error: %v", p)}}
 		}
 	}()
-	var out any
-	var err error
-	switch f.Op {
-	case opExec:
-		var req session.ExecRequest
-		if err = strictDecode(f.Body, &req); err == nil {
-			out, err = c.Exec(ctx, req)
-		}
-	case opWrite:
-		var req session.WriteRequest
-		if err = strictDecode(f.Body, &req); err == nil {
-			out, err = c.Write(ctx, req)
-		}
-	case opRead:
-		var req session.ReadRequest
-		if err = strictDecode(f.Body, &req); err == nil {
-			out, err = c.Read(ctx, req)
-		}
-	case opList:
-		out, err = c.List(ctx)
-	case opStatus:
-		s.mu.Lock()
-		conns := len(s.conns)
-		s.mu.Unlock()
-		st := &Status{Stats: s.mgr.Stats(), PID: os.Getpid(), Version: s.opts.Version,
-			Connections: conns, UptimeMs: time.Since(s.started).Milliseconds()}
-		st.Hosts = s.hostStatuses(ctx)
-		out = st
-	case opWeb:
-		var req webBody
-		if err = strictDecode(f.Body, &req); err == nil {
-			if s.opts.Web == nil {
-				err = errors.New("this ptyhub server has no web view")
-			} else {
-				var url string
-				url, err = s.opts.Web.Start(req.Listen)
-				out = webReply{URL: url}
-			}
-		}
-	case opAsk:
-		var req session.AskRequest
-		if err = strictDecode(f.Body, &req); err == nil {
-			out, err = askHuman(c, ctx, req)
-		}
-	case opKill:
-		var req session.KillRequest
-		if err = strictDecode(f.Body, &req); err == nil {
-			out, err = c.Kill(ctx, req)
-		}
-	case opResize:
-		var req session.ResizeRequest
-		if err = strictDecode(f.Body, &req); err == nil {
-			out, err = c.Resize(ctx, req)
-		}
-	case opWait:
-		var req session.WaitRequest
-		if err = strictDecode(f.Body, &req); err == nil {
-			out, err = c.Wait(ctx, req)
-		}
-	case opWatch:
-		var req session.WatchRequest
-		if err = strictDecode(f.Body, &req); err == nil {
-			out, err = c.Watch(ctx, req)
-		}
-	default:
-		err = fmt.Errorf("%w: unknown request %q", session.ErrInvalid, f.Op)
+	h := handlers[f.Op]
+	if h == nil {
+		return &frame{ID: f.ID, Op: opReply, Error: toWire(fmt.Errorf("%w: unknown request %q", session.ErrInvalid, f.Op))}
 	}
+	out, err := h.serve(ctx, c, f.Body)
 	if err != nil {
 		return &frame{ID: f.ID, Op: opReply, Error: toWire(err)}
 	}

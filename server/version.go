@@ -236,7 +236,7 @@ func legacyRunning(socket string) int {
 	if f, err := readFrame(c, maxReplyFrame); err != nil || f.Error != nil {
 		return -1
 	}
-	if writeFrame(c, &frame{ID: 1, Op: opList}) != nil {
+	if writeFrame(c, &frame{ID: 1, Op: opList.name}) != nil {
 		return -1
 	}
 	f, err := readFrame(c, maxReplyFrame)
