@@ -17,8 +17,9 @@ import (
 // welcome (or an error, then closes). Both carry the protocol version and the build of
 // the binary; a hello of another protocol is answered with an error of kind "protocol"
 // whose body is the welcome, so any client can tell what it reached. A service hello
-// carries the caller (directory and environment) its sessions start in. A service connection then carries requests (id,
-// op, body) answered by one reply each with the same id, in any order, served
+// carries the caller (directory and environment) its sessions start in. A service
+// connection then carries requests (id, op, body), op one of the operations registered
+// in ops.go, answered by one reply each with the same id, in any order, served
 // concurrently; "cancel" with a request's id cancels that request's context. An attach
 // connection carries output frames from the server and input/winsize frames from the
 // client, and ends with an "end" frame when the session's output ended.
