@@ -238,7 +238,8 @@ func handshakeWithin(c net.Conn, h *hello, d time.Duration) (*Welcome, error) {
 // Client is a connection to the server that implements session.Service. Calls may run
 // concurrently; each is one request on the connection. Cancelling a call's context
 // cancels it on the server (the call then returns what the server returns, as the
-// in-process manager does). Close ends the connection.
+// in-process manager does). Close ends the connection. Its operations (session.Service's
+// methods, Status, Web) are in ops.go, one line each over the table of operations.
 type Client struct {
 	c       net.Conn
 	welcome *Welcome

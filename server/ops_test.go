@@ -101,6 +101,7 @@ func opsClient(t *testing.T, svc session.Service) *Client {
 	}
 	s := &Server{log: slog.New(slog.DiscardHandler)}
 	served := make(chan struct{})
+	// The server's side: owned by the test, ends when the client says bye or closes.
 	go func() {
 		defer close(served)
 		defer conns[1].Close()

@@ -459,8 +459,9 @@ func reply(id uint64, body any) *frame {
 }
 
 // serveService welcomes a service connection and serves its requests (serveRequests) on
-// its session client. When the connection ends, the sessions it owns end (unless it is
-// not an owning connection, or said bye with keep; a token's wait for the grace period).
+// its session client. When the connection ends, the sessions it owns end, unless it is
+// not an owning connection or said bye with keep; those of a connection with a token
+// that drops without a bye wait out the grace period first.
 func (s *Server) serveService(c *net.UnixConn, h hello, w *Welcome) {
 	out := &sender{c: c}
 	if out.send(reply(0, w)) != nil {
