@@ -31,39 +31,67 @@ function badge(cls, text, title) {
   return b;
 }
 
-function cell(tr, text, cls) {
-  const td = document.createElement("td");
-  td.textContent = text;
-  if (cls) td.className = cls;
-  tr.appendChild(td);
+// setCell makes the i-th cell of tr show text with class cls, touching the DOM only where
+// it differs, so a row under the pointer stays the same element across list pushes.
+function setCell(tr, i, text, cls, title) {
+  while (tr.cells.length <= i) tr.insertCell();
+  const td = tr.cells[i];
+  if (td.textContent !== text) td.textContent = text;
+  if ((cls || "") !== td.className) td.className = cls || "";
+  if (title !== undefined && td.title !== title) td.title = title;
   return td;
 }
 
+// setBadges makes the needs cell hold the badges of s (each a [class, text, title]).
+function setBadges(td, s) {
+  const want = [];
+  if (s.needs_human) want.push(["human", "needs you", s.human_message || ""]);
+  if (s.password_prompt) want.push(["password", "password prompt", ""]);
+  else if (s.waiting_for_input) want.push(["waiting", "waiting for input", ""]);
+  const key = JSON.stringify(want);
+  if (td.dataset.badges === key) return;
+  td.dataset.badges = key;
+  td.textContent = "";
+  for (const [cls, text, title] of want) td.appendChild(badge(cls, text, title));
+}
+
+// renderList reconciles the table with sessions: rows are kept per session id and
+// updated in place, added and removed as sessions come and go, in the list's order.
 function renderList() {
   const tbody = $("#sessions tbody");
-  tbody.textContent = "";
+  const rows = new Map();
+  for (const tr of Array.from(tbody.rows)) rows.set(tr.dataset.id, tr);
   let running = 0, needs = 0;
+  let at = 0;
   for (const s of sessions) {
     if (s.state === "running") running++;
     if (s.needs_human) needs++;
-    const tr = document.createElement("tr");
-    tr.dataset.id = s.session_id;
-    if (current && current.id === s.session_id) tr.classList.add("selected");
+    let tr = rows.get(s.session_id);
+    if (tr) {
+      rows.delete(s.session_id);
+    } else {
+      tr = document.createElement("tr");
+      tr.dataset.id = s.session_id;
+    }
+    if (tbody.rows[at] !== tr) tbody.insertBefore(tr, tbody.rows[at] || null);
+    at++;
+    tr.classList.toggle("selected", !!(current && current.id === s.session_id));
+    for (const c of Array.from(tr.classList)) {
+      if (c.startsWith("state-") && c !== "state-" + s.state) tr.classList.remove(c);
+    }
     tr.classList.add("state-" + s.state);
-    cell(tr, s.session_id);
-    cell(tr, s.name || "");
-    cell(tr, s.command, "cmd").title = s.command;
-    cell(tr, stateText(s), "state");
-    const needsTd = cell(tr, "", "needs");
-    if (s.needs_human) needsTd.appendChild(badge("human", "needs you", s.human_message || ""));
-    if (s.password_prompt) needsTd.appendChild(badge("password", "password prompt"));
-    else if (s.waiting_for_input) needsTd.appendChild(badge("waiting", "waiting for input"));
-    cell(tr, fmtCPU(s.cpu_ms));
-    cell(tr, (s.ports || []).join(" "));
-    cell(tr, s.last_line || "", "last").title = s.last_line || "";
-    tr.addEventListener("click", () => openSession(s.session_id));
-    tbody.appendChild(tr);
+    setCell(tr, 0, s.session_id);
+    setCell(tr, 1, s.name || "");
+    setCell(tr, 2, s.command, "cmd", s.command);
+    setCell(tr, 3, stateText(s), "state");
+    while (tr.cells.length <= 4) tr.insertCell();
+    if (tr.cells[4].className !== "needs") tr.cells[4].className = "needs";
+    setBadges(tr.cells[4], s);
+    setCell(tr, 5, fmtCPU(s.cpu_ms));
+    setCell(tr, 6, (s.ports || []).join(" "));
+    setCell(tr, 7, s.last_line || "", "last", s.last_line || "");
   }
+  for (const tr of rows.values()) tr.remove();
   $("#empty").hidden = sessions.length > 0;
   $("#summary").textContent = `${sessions.length} sessions, ${running} running` + (needs ? `, ${needs} need you` : "");
   if (current) updateAsk();
@@ -236,6 +264,11 @@ $("#kill").addEventListener("click", async () => {
   const r = await fetch("/api/kill", { method: "POST", headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ session_id: current.id }) });
   $("#status").textContent = r.ok ? "Killed." : "Kill failed: " + (await r.text());
+});
+// One listener for every row: rows are updated in place, never rebuilt.
+$("#sessions tbody").addEventListener("click", (e) => {
+  const tr = e.target.closest("tr");
+  if (tr && tr.dataset.id) openSession(tr.dataset.id);
 });
 window.addEventListener("resize", () => { if (current && current.term) fitSession(); });
 
