@@ -168,7 +168,17 @@ func (c *Client) AskHuman(ctx context.Context, req AskRequest) (*AskResult, erro
 		case (typed > typed0 || ever > writers0) && writers == 0:
 			person = PersonReleased
 		case typed > typed0 && lineEnd && s.hub.End() > off:
-			if v, _ := s.lookWaiting(askPoll); v == waitYes {
+			// The program printed after the person's input; it answered when it waits
+			// again. The detector gets how long the output has been quiet: without the
+			// kernel's view of blocked threads (the portable paths), a prompt-shaped
+			// terminal with its input read (the input queue drained), the foreground
+			// group asleep and still, counts only once the output is quiet for long
+			// enough.
+			quiet := time.Duration(0)
+			if last := s.lastOutputAt(); !last.IsZero() {
+				quiet = time.Since(last)
+			}
+			if v, _ := s.lookWaiting(quiet); v == waitYes {
 				person = PersonAnswered
 			}
 		}
