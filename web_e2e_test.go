@@ -30,6 +30,8 @@ type webStep struct {
 	Cols     int    `json:"cols"`
 	XtermRow string `json:"xtermRows"`
 	Status   string `json:"status"`
+	Take     bool   `json:"take"`
+	Release  bool   `json:"release"`
 }
 
 // TestWebBrowser drives `ptyhub web` in Debian's chromium (headless, through
@@ -37,7 +39,8 @@ type webStep struct {
 // repainted read-only and its output follows live; keys typed before "Take over" reach
 // nothing; after it, a password typed in the page reaches the program and never appears
 // in any result, view, listing or transcript; the program sees the page's size, also
-// after the window is resized; "Release" gives the session back; the ended session
+// after the window is resized; ctrl-] gives the session back without the key reaching
+// the program, and so does "Release" after a second "Take over"; the ended session
 // replays from its transcript; and a session is killed from the page.
 func TestWebBrowser(t *testing.T) {
 	t.Parallel()
@@ -100,6 +103,12 @@ func TestWebBrowser(t *testing.T) {
 	}
 	if steps["size1"].XtermRow == steps["size2"].XtermRow {
 		t.Errorf("resizing the window did not resize the session: %s both times", steps["size1"].XtermRow)
+	}
+	if s, ok := steps["ctrl-released"]; !ok || !s.Take || s.Release {
+		t.Errorf("ctrl-] did not give the session back (Take over shown, Release hidden): %+v", s)
+	}
+	if s := steps["retaken"]; s.Text != "unknown 'after'" {
+		t.Errorf("the line typed after ctrl-] and a second Take over reached the program as %q, want \"unknown 'after'\" (ctrl-] must not be sent)", s.Text)
 	}
 	if !strings.Contains(steps["ended"].Status, "ended") {
 		t.Errorf("the end of the session: %q", steps["ended"].Status)

@@ -56,6 +56,8 @@ try {
     "        print('size %dx%d' % (r, c), flush=True)",
     "    elif cmd == 'quit':",
     "        break",
+    "    else:",
+    "        print('unknown %r' % cmd, flush=True)",
   ].join("\n");
   agent("exec", "--json", "--yield", "0", "--name", "webtest", "--", "python3", "-c", prog);
   // The list is redrawn on every change: locators, not element handles.
@@ -103,6 +105,19 @@ try {
   const size2 = all[all.length - 1];
   step("size2", { rows: +size2[1], cols: +size2[2], xtermRows: await dims() });
   if (cfg.screenshot) await page.screenshot({ path: cfg.screenshot });
+
+  // ctrl-] gives the session back as Release does, and the key itself reaches nothing.
+  const readOnly = () => page.waitForFunction(() => document.querySelector("#mode").textContent === "read-only", null, { timeout: T });
+  await page.keyboard.press("Control+BracketRight");
+  await readOnly();
+  step("ctrl-released", { take: await page.isVisible("#take"), release: await page.isVisible("#release") });
+  // Take over again: the next line the program reads shows no trace of the key.
+  await page.click("#take");
+  await page.waitForFunction(() => document.querySelector("#mode").classList.contains("control"), null, { timeout: T });
+  await page.click("#term");
+  await page.keyboard.type("after\n");
+  await page.waitForFunction(() => /unknown '.*after'/.test(document.querySelector("#term .xterm-rows").innerText), null, { timeout: T });
+  step("retaken", { text: (await termText()).match(/unknown '.*after'/)[0] });
 
   // Release: read-only again; the agent finishes the program.
   await page.click("#release");
