@@ -747,6 +747,9 @@ func (s *Server) serveAttach(c *net.UnixConn, hf *frame, h hello, w *Welcome) {
 	}
 	defer a.Detach()
 	w.SessionID, w.Command = a.SessionID(), a.Command()
+	// The bell's first channel is taken before the reply, so an ask the client makes as
+	// soon as it is attached rings it.
+	asked := a.Asked()
 	if out.send(reply(0, w)) != nil {
 		return
 	}
@@ -786,7 +789,8 @@ func (s *Server) serveAttach(c *net.UnixConn, hf *frame, h hello, w *Welcome) {
 		go func() {
 			for {
 				select {
-				case <-a.Asked():
+				case <-asked:
+					asked = a.Asked()
 					if out.send(&frame{Op: opOutput, Data: []byte("\a")}) != nil {
 						return
 					}
