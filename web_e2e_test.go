@@ -19,19 +19,20 @@ import (
 
 // webStep is one step of testdata/webclient/web.mjs's report.
 type webStep struct {
-	Name     string `json:"name"`
-	ID       string `json:"id"`
-	Row      string `json:"row"`
-	Mode     string `json:"mode"`
-	Text     string `json:"text"`
-	Needs    string `json:"needs"`
-	Ask      string `json:"ask"`
-	Rows     int    `json:"rows"`
-	Cols     int    `json:"cols"`
-	XtermRow string `json:"xtermRows"`
-	Status   string `json:"status"`
-	Take     bool   `json:"take"`
-	Release  bool   `json:"release"`
+	Name     string  `json:"name"`
+	ID       string  `json:"id"`
+	Row      string  `json:"row"`
+	Mode     string  `json:"mode"`
+	Text     string  `json:"text"`
+	Needs    string  `json:"needs"`
+	Ask      string  `json:"ask"`
+	Rows     int     `json:"rows"`
+	Cols     int     `json:"cols"`
+	XtermRow string  `json:"xtermRows"`
+	Status   string  `json:"status"`
+	Take     bool    `json:"take"`
+	Release  bool    `json:"release"`
+	Fill     float64 `json:"fill"`
 }
 
 // TestWebBrowser drives `ptyhub web` in Debian's chromium (headless, through
@@ -39,9 +40,10 @@ type webStep struct {
 // repainted read-only and its output follows live; keys typed before "Take over" reach
 // nothing; after it, a password typed in the page reaches the program and never appears
 // in any result, view, listing or transcript; the program sees the page's size, also
-// after the window is resized; ctrl-] gives the session back without the key reaching
-// the program, and so does "Release" after a second "Take over"; the ended session
-// replays from its transcript; and a session is killed from the page.
+// after the window is resized, and the terminal fills the view; ctrl-] gives the
+// session back without the key reaching the program, and so does "Release" after a
+// second "Take over"; the ended session replays from its transcript; and a session is
+// killed from the page.
 func TestWebBrowser(t *testing.T) {
 	t.Parallel()
 	testtool.Need(t, "python3")
@@ -99,6 +101,9 @@ func TestWebBrowser(t *testing.T) {
 		s := steps[n]
 		if got := fmt.Sprintf("%dx%d", s.Rows, s.Cols); got != s.XtermRow {
 			t.Errorf("%s: the program sees %s, the page's terminal is %s", n, got, s.XtermRow)
+		}
+		if s.Fill < 0.95 {
+			t.Errorf("%s: the terminal ends at %.0f%% of the window's height; taken over, it should fill the view", n, 100*s.Fill)
 		}
 	}
 	if steps["size1"].XtermRow == steps["size2"].XtermRow {

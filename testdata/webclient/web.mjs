@@ -93,7 +93,9 @@ try {
   await page.keyboard.type("size\n");
   await page.waitForFunction(() => /size \d+x\d+/.test(document.querySelector("#term .xterm-rows").innerText), null, { timeout: T });
   const size1 = (await termText()).match(/size (\d+)x(\d+)/);
-  step("size1", { rows: +size1[1], cols: +size1[2], xtermRows: await dims() });
+  // The live terminal takes the view down to the window's bottom (not half of it).
+  const fill = () => page.evaluate(() => document.querySelector("#term").getBoundingClientRect().bottom / window.innerHeight);
+  step("size1", { rows: +size1[1], cols: +size1[2], xtermRows: await dims(), fill: await fill() });
   await page.setViewportSize({ width: 800, height: 600 });
   await page.waitForFunction((old) => document.querySelector("#term").dataset.size !== old, size1[1] + "x" + size1[2], { timeout: T });
   await page.keyboard.type("clear-marker\nsize\n");
@@ -103,7 +105,7 @@ try {
   }, size1[0], { timeout: T });
   const all = [...(await termText()).matchAll(/size (\d+)x(\d+)/g)];
   const size2 = all[all.length - 1];
-  step("size2", { rows: +size2[1], cols: +size2[2], xtermRows: await dims() });
+  step("size2", { rows: +size2[1], cols: +size2[2], xtermRows: await dims(), fill: await fill() });
   if (cfg.screenshot) await page.screenshot({ path: cfg.screenshot });
 
   // ctrl-] gives the session back as Release does, and the key itself reaches nothing.
