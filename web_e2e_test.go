@@ -33,17 +33,18 @@ type webStep struct {
 	Take     bool    `json:"take"`
 	Release  bool    `json:"release"`
 	Fill     float64 `json:"fill"`
+	Kept     bool    `json:"kept"`
 }
 
 // TestWebBrowser drives `ptyhub web` in Debian's chromium (headless, through
-// playwright-core): a session an agent starts appears in the list; opened, its screen is
-// repainted read-only and its output follows live; keys typed before "Take over" reach
-// nothing; after it, a password typed in the page reaches the program and never appears
-// in any result, view, listing or transcript; the program sees the page's size, also
-// after the window is resized, and the terminal fills the view; ctrl-] gives the
-// session back without the key reaching the program, and so does "Release" after a
-// second "Take over"; the ended session replays from its transcript; and a session is
-// killed from the page.
+// playwright-core): a session an agent starts appears in the list, its row updated in
+// place; opened, its screen is repainted read-only and its output follows live; keys
+// typed before "Take over" reach nothing; after it, a password typed in the page reaches
+// the program and never appears in any result, view, listing or transcript; the program
+// sees the page's size, also after the window is resized, and the terminal fills the
+// view; ctrl-] gives the session back without the key reaching the program, and so does
+// "Release" after a second "Take over"; the ended session replays from its transcript;
+// and a session is killed from the page.
 func TestWebBrowser(t *testing.T) {
 	t.Parallel()
 	testtool.Need(t, "python3")
@@ -92,6 +93,9 @@ func TestWebBrowser(t *testing.T) {
 	}
 	if s := steps["password-listed"]; !strings.Contains(s.Needs, "password prompt") || !strings.Contains(s.Ask, "password prompt") {
 		t.Errorf("a session at a password prompt is not marked as needing a person: %+v", s)
+	}
+	if !steps["password-listed"].Kept {
+		t.Errorf("the list replaced the session's row while updating it (a click on a busy session's row can be lost)")
 	}
 	typed := steps["typed"].Text
 	if !strings.Contains(typed, fmt.Sprintf("pw-length %d", len(password))) || strings.Contains(typed, "pw-length 7") {

@@ -65,6 +65,8 @@ try {
   await row.waitFor({ timeout: T });
   const id = await row.getAttribute("data-id");
   step("listed", { id, row: await row.innerText() });
+  // The row stays the same element while the list updates (a click is not lost to a redraw).
+  const rowElement = await row.elementHandle();
 
   // Open it: read-only, the screen repainted, then live output.
   await row.click({ timeout: T });
@@ -77,7 +79,8 @@ try {
   await page.click("#term");
   await page.keyboard.type("ignored\n");
   await page.waitForFunction(() => document.querySelector("#sessions tbody tr.selected .needs").innerText.includes("password"), null, { timeout: T });
-  step("password-listed", { needs: await page.innerText("#sessions tbody tr.selected .needs"), ask: await page.innerText("#ask") });
+  step("password-listed", { needs: await page.innerText("#sessions tbody tr.selected .needs"), ask: await page.innerText("#ask"),
+    kept: await rowElement.evaluate((e) => e.isConnected) });
 
   // Take over and type the password, then a command.
   await page.click("#take");

@@ -31,43 +31,65 @@ function badge(cls, text, title) {
   return b;
 }
 
-function cell(tr, text, cls) {
-  const td = document.createElement("td");
-  td.textContent = text;
-  if (cls) td.className = cls;
-  tr.appendChild(td);
-  return td;
+// setText changes an element's text only when it differs (no needless layout).
+function setText(el, text) {
+  if (el.textContent !== text) el.textContent = text;
 }
 
+// renderList updates the table in place: a session's row and its cells stay the same
+// elements from one update to the next, so a click on the row of a busy session (its
+// list changes several times a second) is never lost to a redraw between the press and
+// the release. Clicks are handled once, on the table's body.
 function renderList() {
   const tbody = $("#sessions tbody");
-  tbody.textContent = "";
+  const old = new Map([...tbody.rows].map((tr) => [tr.dataset.id, tr]));
   let running = 0, needs = 0;
-  for (const s of sessions) {
+  sessions.forEach((s, i) => {
     if (s.state === "running") running++;
     if (s.needs_human) needs++;
-    const tr = document.createElement("tr");
-    tr.dataset.id = s.session_id;
-    if (current && current.id === s.session_id) tr.classList.add("selected");
-    tr.classList.add("state-" + s.state);
-    cell(tr, s.session_id);
-    cell(tr, s.name || "");
-    cell(tr, s.command, "cmd").title = s.command;
-    cell(tr, stateText(s), "state");
-    const needsTd = cell(tr, "", "needs");
-    if (s.needs_human) needsTd.appendChild(badge("human", "needs you", s.human_message || ""));
-    if (s.password_prompt) needsTd.appendChild(badge("password", "password prompt"));
-    else if (s.waiting_for_input) needsTd.appendChild(badge("waiting", "waiting for input"));
-    cell(tr, fmtCPU(s.cpu_ms));
-    cell(tr, (s.ports || []).join(" "));
-    cell(tr, s.last_line || "", "last").title = s.last_line || "";
-    tr.addEventListener("click", () => openSession(s.session_id));
-    tbody.appendChild(tr);
-  }
+    let tr = old.get(s.session_id);
+    if (tr) {
+      old.delete(s.session_id);
+    } else {
+      tr = document.createElement("tr");
+      tr.dataset.id = s.session_id;
+      for (const cls of ["", "", "cmd", "state", "needs", "", "", "last"]) {
+        const td = document.createElement("td");
+        if (cls) td.className = cls;
+        tr.appendChild(td);
+      }
+    }
+    tr.className = "state-" + s.state + (current && current.id === s.session_id ? " selected" : "");
+    const td = tr.cells;
+    setText(td[0], s.session_id);
+    setText(td[1], s.name || "");
+    setText(td[2], s.command);
+    td[2].title = s.command;
+    setText(td[3], stateText(s));
+    const key = [s.needs_human, s.human_message, s.password_prompt, s.waiting_for_input].join("\x00");
+    if (td[4].dataset.key !== key) {
+      td[4].dataset.key = key;
+      td[4].textContent = "";
+      if (s.needs_human) td[4].appendChild(badge("human", "needs you", s.human_message || ""));
+      if (s.password_prompt) td[4].appendChild(badge("password", "password prompt"));
+      else if (s.waiting_for_input) td[4].appendChild(badge("waiting", "waiting for input"));
+    }
+    setText(td[5], fmtCPU(s.cpu_ms));
+    setText(td[6], (s.ports || []).join(" "));
+    setText(td[7], s.last_line || "");
+    td[7].title = s.last_line || "";
+    if (tbody.rows[i] !== tr) tbody.insertBefore(tr, tbody.rows[i] || null);
+  });
+  for (const tr of old.values()) tr.remove();
   $("#empty").hidden = sessions.length > 0;
   $("#summary").textContent = `${sessions.length} sessions, ${running} running` + (needs ? `, ${needs} need you` : "");
   if (current) updateAsk();
 }
+
+$("#sessions tbody").addEventListener("click", (e) => {
+  const tr = e.target.closest("tr[data-id]");
+  if (tr) openSession(tr.dataset.id);
+});
 
 function connectList() {
   const ws = new WebSocket(wsURL("/ws/list"));
