@@ -33,7 +33,7 @@ func ask(t *testing.T, c *Client, id, msg string, timeoutMs int64) <-chan *AskRe
 	if err != nil {
 		t.Fatal(err)
 	}
-	rang := s.ask.rang()
+	rang, _ := s.ask.rang()
 	done := make(chan *AskResult, 1)
 	// The ask: owned by this test; AskHuman returns by its timeout at the latest.
 	go func() {
@@ -57,9 +57,17 @@ func TestAskAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Detach()
-	rang := a.Asked()
+	rang, pending := a.Asked()
+	if pending {
+		t.Error("an ask is pending before any was made")
+	}
 	done := ask(t, c, id, "type it", 60000)
 	<-rang // the attached terminal rings
+	late, _ := m.Attach(id, AttachOptions{ReadOnly: true})
+	defer late.Detach()
+	if _, pending := late.Asked(); !pending {
+		t.Error("a terminal attached during the ask is not told an agent waits for a person")
+	}
 	l, _ := c.List(t.Context())
 	if len(l.Sessions) != 1 || !l.Sessions[0].NeedsHuman || l.Sessions[0].HumanMessage != "type it" || !l.Sessions[0].PasswordPrompt {
 		t.Errorf("list while asking: %+v", l.Sessions)
