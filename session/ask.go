@@ -204,6 +204,6 @@ func (c *Client) AskHuman(ctx context.Context, req AskRequest) (*AskResult, erro
 
 // Asked returns a channel closed when an agent next asks for a person at this session
 // (the attached terminal should ring), and whether an agent already waits for one (a
-// terminal attached during an ask should ring at once: the person may have come for
-// something else).
+// terminal attached during an ask rings at once, so whoever attached learns a person is
+// wanted here).
 func (a *Attachment) Asked() (next <-chan struct{}, pending bool) { return a.s.ask.rang() }

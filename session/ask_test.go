@@ -48,7 +48,8 @@ func ask(t *testing.T, c *Client, id, msg string, timeoutMs int64) <-chan *AskRe
 }
 
 // A person who types a line the program reads answers the ask; the result has the
-// program's output after it, never the hidden input; the mark goes with the ask.
+// program's output after it, never the hidden input; the mark goes with the ask. A
+// terminal attached during the ask is told one is pending.
 func TestAskAnswered(t *testing.T) {
 	t.Parallel()
 	m, c, id := askSession(t, `read -s -p "password: " pw; echo "got ${#pw}"; read -p "next? " x`)
