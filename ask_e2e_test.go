@@ -23,7 +23,8 @@ import (
 // prompt; the agent asks for a person; the session shows as needing one in `ptyhub ls`
 // with the agent's message, and an attached terminal rings. The elicitation carries the
 // session's page in ptyhub web (with its token); without it, the result tells the agent
-// what to relay. The test, as the person, attaches and types the password; the call
+// what to relay. The test, as the person, attaches (their terminal rings: an agent
+// waits) and types the password; the call
 // returns "answered" with the program's output after it, and the password is nowhere in
 // what the agent got.
 func TestAskHuman(t *testing.T) {
@@ -150,14 +151,27 @@ func askHumanE2E(t *testing.T, mode string) {
 		t.Fatal(err)
 	}
 	defer person.Close()
-	// The person's terminal output is read (and dropped) so the server never waits on it.
+	// The person's terminal output is read (and dropped, but for the bell) so the server
+	// never waits on it. Attached while the agent waits, it rings at once.
+	personRang := make(chan struct{})
 	go func() {
+		rang := false
 		for {
-			if _, ended, _, err := person.Recv(); err != nil || ended {
+			data, ended, _, err := person.Recv()
+			if err != nil || ended {
 				return
+			}
+			if !rang && bytes.Contains(data, []byte("\a")) {
+				rang = true
+				close(personRang)
 			}
 		}
 	}()
+	select {
+	case <-personRang:
+	case <-ctx.Done():
+		t.Fatal("a terminal attached while the agent waits for a person did not ring")
+	}
 	if err := person.Input([]byte(password + "\r")); err != nil {
 		t.Fatal(err)
 	}

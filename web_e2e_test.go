@@ -19,26 +19,32 @@ import (
 
 // webStep is one step of testdata/webclient/web.mjs's report.
 type webStep struct {
-	Name     string `json:"name"`
-	ID       string `json:"id"`
-	Row      string `json:"row"`
-	Mode     string `json:"mode"`
-	Text     string `json:"text"`
-	Needs    string `json:"needs"`
-	Ask      string `json:"ask"`
-	Rows     int    `json:"rows"`
-	Cols     int    `json:"cols"`
-	XtermRow string `json:"xtermRows"`
-	Status   string `json:"status"`
+	Name     string  `json:"name"`
+	ID       string  `json:"id"`
+	Row      string  `json:"row"`
+	Mode     string  `json:"mode"`
+	Text     string  `json:"text"`
+	Needs    string  `json:"needs"`
+	Ask      string  `json:"ask"`
+	Rows     int     `json:"rows"`
+	Cols     int     `json:"cols"`
+	XtermRow string  `json:"xtermRows"`
+	Status   string  `json:"status"`
+	Take     bool    `json:"take"`
+	Release  bool    `json:"release"`
+	Fill     float64 `json:"fill"`
+	Kept     bool    `json:"kept"`
 }
 
 // TestWebBrowser drives `ptyhub web` in Debian's chromium (headless, through
-// playwright-core): a session an agent starts appears in the list; opened, its screen is
-// repainted read-only and its output follows live; keys typed before "Take over" reach
-// nothing; after it, a password typed in the page reaches the program and never appears
-// in any result, view, listing or transcript; the program sees the page's size, also
-// after the window is resized; "Release" gives the session back; the ended session
-// replays from its transcript; and a session is killed from the page.
+// playwright-core): a session an agent starts appears in the list, its row updated in
+// place; opened, its screen is repainted read-only and its output follows live; keys
+// typed before "Take over" reach nothing; after it, a password typed in the page reaches
+// the program and never appears in any result, view, listing or transcript; the program
+// sees the page's size, also after the window is resized, and the terminal fills the
+// view; ctrl-] gives the session back without the key reaching the program, and so does
+// "Release" after a second "Take over"; the ended session replays from its transcript;
+// and a session is killed from the page.
 func TestWebBrowser(t *testing.T) {
 	t.Parallel()
 	testtool.Need(t, "python3")
@@ -88,6 +94,9 @@ func TestWebBrowser(t *testing.T) {
 	if s := steps["password-listed"]; !strings.Contains(s.Needs, "password prompt") || !strings.Contains(s.Ask, "password prompt") {
 		t.Errorf("a session at a password prompt is not marked as needing a person: %+v", s)
 	}
+	if !steps["password-listed"].Kept {
+		t.Errorf("the list replaced the session's row while updating it (a click on a busy session's row can be lost)")
+	}
 	typed := steps["typed"].Text
 	if !strings.Contains(typed, fmt.Sprintf("pw-length %d", len(password))) || strings.Contains(typed, "pw-length 7") {
 		t.Errorf("after Take over, the password typed in the page should reach the program, and the keys typed read-only (\"ignored\") should not: %q", typed)
@@ -97,9 +106,18 @@ func TestWebBrowser(t *testing.T) {
 		if got := fmt.Sprintf("%dx%d", s.Rows, s.Cols); got != s.XtermRow {
 			t.Errorf("%s: the program sees %s, the page's terminal is %s", n, got, s.XtermRow)
 		}
+		if s.Fill < 0.95 {
+			t.Errorf("%s: the terminal ends at %.0f%% of the window's height; taken over, it should fill the view", n, 100*s.Fill)
+		}
 	}
 	if steps["size1"].XtermRow == steps["size2"].XtermRow {
 		t.Errorf("resizing the window did not resize the session: %s both times", steps["size1"].XtermRow)
+	}
+	if s, ok := steps["ctrl-released"]; !ok || !s.Take || s.Release {
+		t.Errorf("ctrl-] did not give the session back (Take over shown, Release hidden): %+v", s)
+	}
+	if s := steps["retaken"]; s.Text != "unknown 'after'" {
+		t.Errorf("the line typed after ctrl-] and a second Take over reached the program as %q, want \"unknown 'after'\" (ctrl-] must not be sent)", s.Text)
 	}
 	if !strings.Contains(steps["ended"].Status, "ended") {
 		t.Errorf("the end of the session: %q", steps["ended"].Status)

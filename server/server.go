@@ -696,6 +696,9 @@ func (s *Server) serveAttach(c *net.UnixConn, hf *frame, h hello, w *Welcome) {
 	}
 	defer a.Detach()
 	w.SessionID, w.Command = a.SessionID(), a.Command()
+	// The bell's first channel is taken before the reply, so an ask the client makes as
+	// soon as it is attached rings it; one already waiting rings it at once.
+	asked, ringNow := a.Asked()
 	if out.send(reply(0, w)) != nil {
 		return
 	}
@@ -731,11 +734,16 @@ func (s *Server) serveAttach(c *net.UnixConn, hf *frame, h hello, w *Welcome) {
 	defer func() { c.Close(); <-inDone }()
 	if !h.Watch {
 		// The bell: rings the attached terminal each time an agent asks for a person
-		// here. Owned by this function; ends with ctx (the connection's end).
+		// here, and at once when one already waits. Owned by this function; ends with
+		// ctx (the connection's end).
 		go func() {
+			if ringNow && out.send(&frame{Op: opOutput, Data: []byte("\a")}) != nil {
+				return
+			}
 			for {
 				select {
-				case <-a.Asked():
+				case <-asked:
+					asked, _ = a.Asked()
 					if out.send(&frame{Op: opOutput, Data: []byte("\a")}) != nil {
 						return
 					}

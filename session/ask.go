@@ -62,14 +62,15 @@ type askState struct {
 	writersEver int64 // attachments that could type, ever
 }
 
-// rang returns a channel closed when the next ask begins.
-func (a *askState) rang() <-chan struct{} {
+// rang returns a channel closed when the next ask begins, and whether an ask is pending
+// now (both read at once: an ask is either pending or closes the channel).
+func (a *askState) rang() (<-chan struct{}, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.rung == nil {
 		a.rung = make(chan struct{})
 	}
-	return a.rung
+	return a.rung, a.pending > 0
 }
 
 // noteHumanInput records input typed by an attached person; end is the output's end
@@ -168,7 +169,17 @@ func (c *Client) AskHuman(ctx context.Context, req AskRequest) (*AskResult, erro
 		case (typed > typed0 || ever > writers0) && writers == 0:
 			person = PersonReleased
 		case typed > typed0 && lineEnd && s.hub.End() > off:
-			if v, _ := s.lookWaiting(askPoll); v == waitYes {
+			// The program printed after the person's input; it answered when it waits
+			// again. The detector gets how long the output has been quiet: without the
+			// kernel's view of blocked threads (the portable paths), a prompt-shaped
+			// terminal with its input read (the input queue drained), the foreground
+			// group asleep and still, counts only once the output is quiet for long
+			// enough.
+			quiet := time.Duration(0)
+			if last := s.lastOutputAt(); !last.IsZero() {
+				quiet = time.Since(last)
+			}
+			if v, _ := s.lookWaiting(quiet); v == waitYes {
 				person = PersonAnswered
 			}
 		}
@@ -192,5 +203,7 @@ func (c *Client) AskHuman(ctx context.Context, req AskRequest) (*AskResult, erro
 }
 
 // Asked returns a channel closed when an agent next asks for a person at this session
-// (the attached terminal should ring).
-func (a *Attachment) Asked() <-chan struct{} { return a.s.ask.rang() }
+// (the attached terminal should ring), and whether an agent already waits for one (a
+// terminal attached during an ask rings at once, so whoever attached learns a person is
+// wanted here).
+func (a *Attachment) Asked() (next <-chan struct{}, pending bool) { return a.s.ask.rang() }

@@ -56,6 +56,8 @@ try {
     "        print('size %dx%d' % (r, c), flush=True)",
     "    elif cmd == 'quit':",
     "        break",
+    "    else:",
+    "        print('unknown %r' % cmd, flush=True)",
   ].join("\n");
   agent("exec", "--json", "--yield", "0", "--name", "webtest", "--", "python3", "-c", prog);
   // The list is redrawn on every change: locators, not element handles.
@@ -63,6 +65,8 @@ try {
   await row.waitFor({ timeout: T });
   const id = await row.getAttribute("data-id");
   step("listed", { id, row: await row.innerText() });
+  // The row stays the same element while the list updates (a click is not lost to a redraw).
+  const rowElement = await row.elementHandle();
 
   // Open it: read-only, the screen repainted, then live output.
   await row.click({ timeout: T });
@@ -75,7 +79,8 @@ try {
   await page.click("#term");
   await page.keyboard.type("ignored\n");
   await page.waitForFunction(() => document.querySelector("#sessions tbody tr.selected .needs").innerText.includes("password"), null, { timeout: T });
-  step("password-listed", { needs: await page.innerText("#sessions tbody tr.selected .needs"), ask: await page.innerText("#ask") });
+  step("password-listed", { needs: await page.innerText("#sessions tbody tr.selected .needs"), ask: await page.innerText("#ask"),
+    kept: await rowElement.evaluate((e) => e.isConnected) });
 
   // Take over and type the password, then a command.
   await page.click("#take");
@@ -91,7 +96,9 @@ try {
   await page.keyboard.type("size\n");
   await page.waitForFunction(() => /size \d+x\d+/.test(document.querySelector("#term .xterm-rows").innerText), null, { timeout: T });
   const size1 = (await termText()).match(/size (\d+)x(\d+)/);
-  step("size1", { rows: +size1[1], cols: +size1[2], xtermRows: await dims() });
+  // The live terminal takes the view down to the window's bottom (not half of it).
+  const fill = () => page.evaluate(() => document.querySelector("#term").getBoundingClientRect().bottom / window.innerHeight);
+  step("size1", { rows: +size1[1], cols: +size1[2], xtermRows: await dims(), fill: await fill() });
   await page.setViewportSize({ width: 800, height: 600 });
   await page.waitForFunction((old) => document.querySelector("#term").dataset.size !== old, size1[1] + "x" + size1[2], { timeout: T });
   await page.keyboard.type("clear-marker\nsize\n");
@@ -101,8 +108,21 @@ try {
   }, size1[0], { timeout: T });
   const all = [...(await termText()).matchAll(/size (\d+)x(\d+)/g)];
   const size2 = all[all.length - 1];
-  step("size2", { rows: +size2[1], cols: +size2[2], xtermRows: await dims() });
+  step("size2", { rows: +size2[1], cols: +size2[2], xtermRows: await dims(), fill: await fill() });
   if (cfg.screenshot) await page.screenshot({ path: cfg.screenshot });
+
+  // ctrl-] gives the session back as Release does, and the key itself reaches nothing.
+  const readOnly = () => page.waitForFunction(() => document.querySelector("#mode").textContent === "read-only", null, { timeout: T });
+  await page.keyboard.press("Control+BracketRight");
+  await readOnly();
+  step("ctrl-released", { take: await page.isVisible("#take"), release: await page.isVisible("#release") });
+  // Take over again: the next line the program reads shows no trace of the key.
+  await page.click("#take");
+  await page.waitForFunction(() => document.querySelector("#mode").classList.contains("control"), null, { timeout: T });
+  await page.click("#term");
+  await page.keyboard.type("after\n");
+  await page.waitForFunction(() => /unknown '.*after'/.test(document.querySelector("#term .xterm-rows").innerText), null, { timeout: T });
+  step("retaken", { text: (await termText()).match(/unknown '.*after'/)[0] });
 
   // Release: read-only again; the agent finishes the program.
   await page.click("#release");

@@ -31,71 +31,65 @@ function badge(cls, text, title) {
   return b;
 }
 
-// setCell makes the i-th cell of tr show text with class cls, touching the DOM only where
-// it differs, so a row under the pointer stays the same element across list pushes.
-function setCell(tr, i, text, cls, title) {
-  while (tr.cells.length <= i) tr.insertCell();
-  const td = tr.cells[i];
-  if (td.textContent !== text) td.textContent = text;
-  if ((cls || "") !== td.className) td.className = cls || "";
-  if (title !== undefined && td.title !== title) td.title = title;
-  return td;
+// setText changes an element's text only when it differs (no needless layout).
+function setText(el, text) {
+  if (el.textContent !== text) el.textContent = text;
 }
 
-// setBadges makes the needs cell hold the badges of s (each a [class, text, title]).
-function setBadges(td, s) {
-  const want = [];
-  if (s.needs_human) want.push(["human", "needs you", s.human_message || ""]);
-  if (s.password_prompt) want.push(["password", "password prompt", ""]);
-  else if (s.waiting_for_input) want.push(["waiting", "waiting for input", ""]);
-  const key = JSON.stringify(want);
-  if (td.dataset.badges === key) return;
-  td.dataset.badges = key;
-  td.textContent = "";
-  for (const [cls, text, title] of want) td.appendChild(badge(cls, text, title));
-}
-
-// renderList reconciles the table with sessions: rows are kept per session id and
-// updated in place, added and removed as sessions come and go, in the list's order.
+// renderList updates the table in place: a session's row and its cells stay the same
+// elements from one update to the next, so a click on the row of a busy session (its
+// list changes several times a second) is never lost to a redraw between the press and
+// the release. Clicks are handled once, on the table's body.
 function renderList() {
   const tbody = $("#sessions tbody");
-  const rows = new Map();
-  for (const tr of Array.from(tbody.rows)) rows.set(tr.dataset.id, tr);
+  const old = new Map([...tbody.rows].map((tr) => [tr.dataset.id, tr]));
   let running = 0, needs = 0;
-  let at = 0;
-  for (const s of sessions) {
+  sessions.forEach((s, i) => {
     if (s.state === "running") running++;
     if (s.needs_human) needs++;
-    let tr = rows.get(s.session_id);
+    let tr = old.get(s.session_id);
     if (tr) {
-      rows.delete(s.session_id);
+      old.delete(s.session_id);
     } else {
       tr = document.createElement("tr");
       tr.dataset.id = s.session_id;
+      for (const cls of ["", "", "cmd", "state", "needs", "", "", "last"]) {
+        const td = document.createElement("td");
+        if (cls) td.className = cls;
+        tr.appendChild(td);
+      }
     }
-    if (tbody.rows[at] !== tr) tbody.insertBefore(tr, tbody.rows[at] || null);
-    at++;
-    tr.classList.toggle("selected", !!(current && current.id === s.session_id));
-    for (const c of Array.from(tr.classList)) {
-      if (c.startsWith("state-") && c !== "state-" + s.state) tr.classList.remove(c);
+    tr.className = "state-" + s.state + (current && current.id === s.session_id ? " selected" : "");
+    const td = tr.cells;
+    setText(td[0], s.session_id);
+    setText(td[1], s.name || "");
+    setText(td[2], s.command);
+    td[2].title = s.command;
+    setText(td[3], stateText(s));
+    const key = [s.needs_human, s.human_message, s.password_prompt, s.waiting_for_input].join("\x00");
+    if (td[4].dataset.key !== key) {
+      td[4].dataset.key = key;
+      td[4].textContent = "";
+      if (s.needs_human) td[4].appendChild(badge("human", "needs you", s.human_message || ""));
+      if (s.password_prompt) td[4].appendChild(badge("password", "password prompt"));
+      else if (s.waiting_for_input) td[4].appendChild(badge("waiting", "waiting for input"));
     }
-    tr.classList.add("state-" + s.state);
-    setCell(tr, 0, s.session_id);
-    setCell(tr, 1, s.name || "");
-    setCell(tr, 2, s.command, "cmd", s.command);
-    setCell(tr, 3, stateText(s), "state");
-    while (tr.cells.length <= 4) tr.insertCell();
-    if (tr.cells[4].className !== "needs") tr.cells[4].className = "needs";
-    setBadges(tr.cells[4], s);
-    setCell(tr, 5, fmtCPU(s.cpu_ms));
-    setCell(tr, 6, (s.ports || []).join(" "));
-    setCell(tr, 7, s.last_line || "", "last", s.last_line || "");
-  }
-  for (const tr of rows.values()) tr.remove();
+    setText(td[5], fmtCPU(s.cpu_ms));
+    setText(td[6], (s.ports || []).join(" "));
+    setText(td[7], s.last_line || "");
+    td[7].title = s.last_line || "";
+    if (tbody.rows[i] !== tr) tbody.insertBefore(tr, tbody.rows[i] || null);
+  });
+  for (const tr of old.values()) tr.remove();
   $("#empty").hidden = sessions.length > 0;
   $("#summary").textContent = `${sessions.length} sessions, ${running} running` + (needs ? `, ${needs} need you` : "");
   if (current) updateAsk();
 }
+
+$("#sessions tbody").addEventListener("click", (e) => {
+  const tr = e.target.closest("tr[data-id]");
+  if (tr) openSession(tr.dataset.id);
+});
 
 function connectList() {
   const ws = new WebSocket(wsURL("/ws/list"));
@@ -264,11 +258,6 @@ $("#kill").addEventListener("click", async () => {
   const r = await fetch("/api/kill", { method: "POST", headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ session_id: current.id }) });
   $("#status").textContent = r.ok ? "Killed." : "Kill failed: " + (await r.text());
-});
-// One listener for every row: rows are updated in place, never rebuilt.
-$("#sessions tbody").addEventListener("click", (e) => {
-  const tr = e.target.closest("tr");
-  if (tr && tr.dataset.id) openSession(tr.dataset.id);
 });
 window.addEventListener("resize", () => { if (current && current.term) fitSession(); });
 
