@@ -40,6 +40,11 @@
 //     next line that shows something, or at Close, and [Converter.Released]
 //     names the raw bytes each came from, so a caller can map the text back to
 //     raw offsets line by line.
+//   - Cursor addressing (CSI H, f) that names the position the last one named,
+//     with nothing but text and motion along the row since, moves the cursor back
+//     to where that text began, so what follows overwrites it: vim writes its
+//     ambiguous-width probe ▽ at an address, asks for the cursor's position and
+//     blanks it at the same address at once.
 //   - Trailing spaces: a line keeps the spaces the program printed ("a  \r\n"
 //     stays "a  ", a prompt ">>> " keeps its space), but what erasing leaves
 //     behind is trimmed: cells blanked by K, X, 1K or never written (skipped
@@ -133,7 +138,13 @@ type Converter struct {
 	shown []rune // the part of the current line already emitted by Flush
 	cur   int    // cursor column; may be past len(line) (blanks are added lazily)
 	saved int    // column saved by ESC 7 / CSI s
-	cr    bool   // a "\r" not yet applied: "\r\n" is a plain newline
+	// addr is the position (row, column) the last cursor address named, and addrCur the
+	// column it left in the line, while addrOK: nothing but text and motion along the
+	// row came after it.
+	addr    [2]int
+	addrCur int
+	addrOK  bool
+	cr      bool // a "\r" not yet applied: "\r\n" is a plain newline
 	// redrawn: the line was written over from its start (a bare "\r", CSI G) while it
 	// had content: its trailing spaces are padding that erases the old text.
 	redrawn bool
@@ -240,6 +251,7 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 						c.hid = false
 						i = end
 						c.lineAt = c.pos + int64(end) + 1
+						c.addrOK = false
 						continue
 					}
 				}
@@ -247,7 +259,7 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 					// Fast path: a run of printable ASCII appended at the end of the line.
 					if c.cur >= maxLine { // the tail filled the line: emit it as it stands (as putCell does)
 						dst = c.emitBlanks(dst)
-						c.lastOK = false
+						c.lastOK, c.addrOK = false, false
 						dst = append(appendRunes(dst, c.line), c.tail...)
 						c.line, c.tail, c.cur = c.line[:0], c.tail[:0], 0
 						i-- // this byte again, now at a segment's start (the fastest path)
@@ -573,6 +585,7 @@ func (c *Converter) newline(dst []byte) []byte {
 		dst = append(dst, '\n')
 	}
 	c.onLast = false
+	c.addrOK = false
 	c.lineAt = c.at
 	c.line = c.line[:0]
 	c.shown = c.shown[:0]
@@ -736,7 +749,7 @@ func (c *Converter) putCell(dst []byte, r rune) []byte {
 	if c.cur >= maxLine {
 		// The line is full: emit it as it stands and start a new segment.
 		dst = c.emitBlanks(dst)
-		c.lastOK, c.onLast = false, false
+		c.lastOK, c.onLast, c.addrOK = false, false, false
 		dst = c.appendPending(dst)
 		c.line = c.line[:0]
 		c.shown = c.shown[:0]
@@ -862,11 +875,13 @@ func (c *Converter) escFinal(dst []byte, b byte) []byte {
 		return c.newline(dst)
 	case 'M': // RI: up one row
 		c.up(1)
+		c.addrOK = false
 	case '7':
 		c.saved = c.cursor()
 	case '8':
 		c.cr = false
 		c.cur = min(c.saved, maxLine)
+		c.addrOK = false
 	}
 	return dst
 }
@@ -924,13 +939,35 @@ func (c *Converter) csiFinal(dst []byte, b byte) []byte {
 	case 'E', 'F': // next/previous line: column 0
 		c.cr = false
 		c.cur = 0
+		c.addrOK = false
 		if b == 'F' {
 			c.up(max(n, 1))
 		}
 	case 'A': // up
 		c.up(max(n, 1))
+		c.addrOK = false
+	case 'B', 'S', 'T', 'L', 'M', 'r': // down, scroll, insert or delete lines, margins
+		c.addrOK = false
 	case 'H', 'f', 'd': // cursor position, line position
 		c.jump()
+		// The position of the last cursor address named again, with nothing but text
+		// and motion along the row since: the cursor goes back to where that text
+		// began, so what is written next overwrites it (a probe glyph written and
+		// overwritten at once, as vim's ambiguous-width ▽).
+		at := [2]int{max(n, 1), 0}
+		if b == 'd' {
+			at[1] = -1
+		} else if f&fNextArg != 0 {
+			at[1] = max(c.sv, 1)
+		} else {
+			at[1] = 1
+		}
+		if c.addrOK && at == c.addr && b != 'd' {
+			c.cr = false
+			c.cur = c.addrCur
+		} else {
+			c.addr, c.addrCur, c.addrOK = at, c.cursor(), b != 'd'
+		}
 	case 'J': // erase in display: a whole clear drops the blank lines held back
 		if n == 2 || n == 3 {
 			c.jump()
@@ -969,6 +1006,7 @@ func (c *Converter) csiFinal(dst []byte, b byte) []byte {
 		if c.n == 0 {
 			c.cr = false
 			c.cur = min(c.saved, maxLine)
+			c.addrOK = false
 		}
 	}
 	return dst

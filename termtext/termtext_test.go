@@ -46,6 +46,11 @@ var convertTests = []struct {
 	{"blank rows up by ESC M", "a\r\n\r\n\r\n\x1bM\x1bMb\r\n", "a\nb\n"},
 	{"blank rows and a clear", "a\r\n\r\n\r\n\x1b[2J\x1b[Hb\r\n", "a\nb\n"},
 	{"blank rows and cursor addressing", "a\r\n\r\n\x1b[5;1Hb\r\n", "a\nb\n"},
+	// The position of the last cursor address named again, with only text and motion
+	// along the row between: what was written there is overwritten (vim's probe).
+	{"probe overwritten at the same address", "ab\x1b[2;1H\u25bd\x1b[6n\x1b[2;1H  \x1b[3;1Hc\n", "ab  c\n"},
+	{"same address after a newline", "\x1b[2;1Habc\r\nzz\x1b[2;1Hyy\n", "abc\nzzyy\n"},
+	{"same address after a restore", "ab\x1b[2;1Hx\x1b8\x1b[2;1Hy\n", "ybx\n"},
 	{"blank rows kept", "a\r\n\r\n\r\nb\r\n\r\n", "a\n\n\nb\n\n"},
 	{"up further than the blank rows", "a\r\nb\r\n\r\n\x1b[3Ac\r\n", "a\nb\nc\n"},
 	{"spaces only read as a blank line", "a\r\n   \r\nb\r\n", "a\n\nb\n"},
