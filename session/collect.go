@@ -146,7 +146,7 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 			}
 			if n > 0 && rawTail == nil && o.pattern == nil && coll.Overflowing() {
 				text = s.conv.Flush(text[:0])
-				coll.Write(text, min(s.lineFrom, s.cursor), s.cursor)
+				coll.Write(writeReleased(&s.conv, coll, text, s.cursor), min(s.lineFrom, s.cursor), s.cursor)
 				s.conv = termtext.Converter{}
 				rawTail, rawTailFrom = make([]byte, 0, 2*rawKeep), s.cursor
 			}
@@ -283,9 +283,7 @@ done:
 	} else {
 		text = s.conv.Flush(text[:0])
 	}
-	if len(text) > 0 {
-		coll.Write(text, from, s.cursor)
-	}
+	coll.Write(writeReleased(&s.conv, coll, text, s.cursor), from, s.cursor)
 	s.lineFrom = s.cursor
 	res.trunc = coll.Result()
 	if res.trunc.Truncated {
@@ -295,6 +293,17 @@ done:
 	}
 	res.next = s.cursor
 	return res
+}
+
+// writeReleased writes to coll the blank lines that conv held back and released at the
+// start of text, its latest text for the raw bytes up to end, each tagged with the raw
+// line it came from, and returns the rest of text.
+func writeReleased(conv *termtext.Converter, coll *truncate.Collector, text []byte, end int64) []byte {
+	for _, r := range conv.Released() {
+		coll.Write(text[:1], end-r[0], end-r[1])
+		text = text[1:]
+	}
+	return text
 }
 
 // plain reports whether text is raw as it is, but for a final "\r\n" that became "\n".
@@ -337,8 +346,9 @@ func (s *Session) convert(coll *truncate.Collector, dst, raw []byte, start int64
 // convertLines turns the raw bytes at [start, start+len(raw)) into text with conv and
 // writes it to coll one raw line at a time, each tagged with the raw bytes it came from:
 // from *lineFrom (where the unfinished line began: the text of a line finished later is
-// tagged with every byte it came from) to the end of the line. So the raw range of a cut
-// names exactly the lines whose text was cut. It returns the text (in dst's storage).
+// tagged with every byte it came from) to the end of the line, and a blank line that the
+// converter held back with its own line. So the raw range of a cut names exactly the
+// lines whose text was cut. It returns the text (in dst's storage).
 func convertLines(conv *termtext.Converter, coll *truncate.Collector, dst, raw []byte, start int64, lineFrom *int64) []byte {
 	dst = dst[:0]
 	for len(raw) > 0 {
@@ -349,7 +359,7 @@ func convertLines(conv *termtext.Converter, coll *truncate.Collector, dst, raw [
 		end := start + int64(n)
 		k := len(dst)
 		dst = conv.Write(dst, raw[:n])
-		if text := dst[k:]; len(text) > 0 {
+		if text := writeReleased(conv, coll, dst[k:], end); len(text) > 0 {
 			if *lineFrom >= start && plain(text, raw[:n]) {
 				coll.WriteExact(text, start, end)
 			} else {

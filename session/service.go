@@ -448,7 +448,7 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 		var conv termtext.Converter
 		lineFrom := base + int64(start)
 		convertLines(&conv, coll, nil, raw[start:], lineFrom, &lineFrom)
-		if rest := conv.Close(nil); len(rest) > 0 {
+		if rest := writeReleased(&conv, coll, conv.Close(nil), base+int64(len(raw))); len(rest) > 0 {
 			coll.Write(rest, lineFrom, base+int64(len(raw)))
 		}
 		tr = coll.Result()
@@ -529,7 +529,13 @@ func tailLinesStart(raw []byte, n int) int {
 		}
 		text = conv.Write(text[:0], raw[off:off+k])
 		off += k
-		if len(text) > 0 && text[len(text)-1] == '\n' && conv.AtLineStart() {
+		for _, r := range conv.Released() { // blank lines held back: each ended a line
+			starts = append(starts, off-int(r[1]))
+		}
+		if len(starts) > n+1 {
+			starts = starts[len(starts)-n-1:]
+		}
+		if len(text) > len(conv.Released()) && text[len(text)-1] == '\n' && conv.AtLineStart() {
 			starts = append(starts, off)
 			if len(starts) > n+1 {
 				starts = starts[1:]

@@ -176,7 +176,7 @@ func (s *Session) textOf(ranges [][2]int64, budget int) (truncate.Result, int64)
 		var conv termtext.Converter
 		lineFrom := base
 		convertLines(&conv, coll, nil, raw, base, &lineFrom)
-		if rest := conv.Close(nil); len(rest) > 0 {
+		if rest := writeReleased(&conv, coll, conv.Close(nil), base+int64(len(raw))); len(rest) > 0 {
 			coll.Write(rest, lineFrom, base+int64(len(raw)))
 		}
 	}

@@ -26,10 +26,25 @@
 //   - Line-editing CSIs are applied to the line: K (erase in line: 0 to the
 //     end, 1 to the start, 2 all), G and ` (column), C and a (forward), D
 //     (back), X (erase characters), P (delete characters), @ (insert blanks),
-//     E and F (column 0; the vertical part is ignored). ESC 7 / ESC 8 and
-//     CSI s / CSI u save and restore the column. Vertical cursor motion, cursor
-//     addressing and screen clears are ignored: use the screen view for
-//     full-screen programs.
+//     E and F (column 0). ESC 7 / ESC 8 and CSI s / CSI u save and restore the
+//     column. Otherwise vertical cursor motion, cursor addressing and screen
+//     clears do not move text between lines (use the screen view for full-screen
+//     programs), with two exceptions for what a human sees as nothing: blank
+//     lines (empty or only spaces) are held back, and cursor motion up (CUU,
+//     CPL, RI) goes back over them, or cursor addressing or a whole-screen clear
+//     (CSI 2J, 3J) moves away from them, drops them: a prompt that reserves rows
+//     for a menu and moves back up adds no blank lines. One row further up is the
+//     last line's row: a redraw of it as it was is not repeated (a prompt drawn
+//     again), a changed one is shown as a new line. Blank lines the program
+//     printed and nothing moved back over are kept: they come out before the
+//     next line that shows something, or at Close, and [Converter.Released]
+//     names the raw bytes each came from, so a caller can map the text back to
+//     raw offsets line by line.
+//   - Cursor addressing (CSI H, f) that names the position the last one named,
+//     with nothing but text and motion along the row since, moves the cursor back
+//     to where that text began, so what follows overwrites it: vim writes its
+//     ambiguous-width probe ▽ at an address, asks for the cursor's position and
+//     blanks it at the same address at once.
 //   - Trailing spaces: a line keeps the spaces the program printed ("a  \r\n"
 //     stays "a  ", a prompt ">>> " keeps its space), but what erasing leaves
 //     behind is trimmed: cells blanked by K, X, 1K or never written (skipped
@@ -89,6 +104,8 @@ import (
 const maxLine = 1 << 12
 
 const (
+	maxBlanks   = 1000     // blank lines held back for cursor motion to cancel (rows of a big terminal)
+	maxLast     = 512      // longest last line remembered for a redraw of its row
 	maxCSI      = 256      // parameter and intermediate bytes before a CSI is abandoned
 	maxEscInter = 16       // intermediate bytes before an ESC sequence is abandoned
 	maxParam    = 1 << 20  // numeric parameters saturate here
@@ -121,10 +138,35 @@ type Converter struct {
 	shown []rune // the part of the current line already emitted by Flush
 	cur   int    // cursor column; may be past len(line) (blanks are added lazily)
 	saved int    // column saved by ESC 7 / CSI s
-	cr    bool   // a "\r" not yet applied: "\r\n" is a plain newline
+	// addr is the position (row, column) the last cursor address named, and addrCur the
+	// column it left in the line, while addrOK: nothing but text and motion along the
+	// row came after it.
+	addr    [2]int
+	addrCur int
+	addrOK  bool
+	cr      bool // a "\r" not yet applied: "\r\n" is a plain newline
 	// redrawn: the line was written over from its start (a bare "\r", CSI G) while it
 	// had content: its trailing spaces are padding that erases the old text.
 	redrawn bool
+
+	// Blank lines and the row above: held are the blank lines not yet emitted (at most
+	// maxBlanks), each as the raw bytes it came from, which cursor motion up or to an
+	// absolute row cancels; last is the last line emitted (when lastOK: short enough and
+	// emitted through the cells), and onLast says the cursor went back up onto its row,
+	// which then holds last.
+	held   [][2]int64
+	last   []byte // UTF-8
+	lastOK bool
+	onLast bool
+
+	// Raw offsets in the stream written since the Converter was new or closed: pos is
+	// where the current Write began (then where it ended), at is just past the byte being
+	// handled, lineAt just past the last byte that ended a line; old counts the first
+	// held lines that were held when the current Write, Flush or Close began, and rel
+	// those of them it emitted (see Released).
+	pos, at, lineAt int64
+	old             int
+	rel             [][2]int64
 
 	st    parseState
 	osc   bool  // the string being skipped is an OSC (BEL ends it)
@@ -161,6 +203,7 @@ const (
 // dst, returning the extended slice. The unfinished line is kept for later
 // calls; see [Converter.Flush] and [Converter.Pending].
 func (c *Converter) Write(dst, raw []byte) []byte {
+	c.rel, c.old = c.rel[:0], len(c.held)
 	for i := 0; i < len(raw); i++ {
 		b := raw[i]
 		switch c.st {
@@ -181,13 +224,15 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 				dst = c.put(dst, utf8.RuneError)
 			}
 			if b >= 0x20 && b < 0x7f {
-				if len(c.line) == 0 && len(c.shown) == 0 && c.cur == 0 && !c.cr && !c.conceal && !c.gfx && !c.redrawn {
+				if len(c.line) == 0 && len(c.shown) == 0 && c.cur == 0 && !c.cr && !c.conceal && !c.gfx && !c.redrawn && !c.onLast {
 					// Fastest path, at a line start: a run of printable ASCII that ends
 					// the line in this chunk ("\n" or "\r\n") is the line's text as it
 					// is; one longer than a line is emitted a line's length at a time.
 					// Both give what the cells would.
 					j := printableRun(raw, i+1, min(len(raw), i+maxLine+1))
 					if j-i > maxLine {
+						dst = c.emitBlanks(dst)
+						c.lastOK = false
 						dst = append(dst, raw[i:i+maxLine]...)
 						i += maxLine - 1
 						continue
@@ -196,17 +241,25 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 					if end < len(raw) && raw[end] == '\r' {
 						end++
 					}
-					if end < len(raw) && raw[end] == '\n' {
+					if end < len(raw) && raw[end] == '\n' && (b != ' ' || !onlySpaces(raw[i:j])) {
+						dst = c.emitBlanks(dst)
+						if c.lastOK = j-i <= maxLast; c.lastOK {
+							c.last = append(c.last[:0], raw[i:j]...)
+						}
 						dst = append(dst, raw[i:j]...)
 						dst = append(dst, '\n')
 						c.hid = false
 						i = end
+						c.lineAt = c.pos + int64(end) + 1
+						c.addrOK = false
 						continue
 					}
 				}
 				if len(c.tail) > 0 || !c.cr && !c.conceal && !c.gfx && c.cur == len(c.line) && c.cur < maxLine {
 					// Fast path: a run of printable ASCII appended at the end of the line.
 					if c.cur >= maxLine { // the tail filled the line: emit it as it stands (as putCell does)
+						dst = c.emitBlanks(dst)
+						c.lastOK, c.addrOK = false, false
 						dst = append(appendRunes(dst, c.line), c.tail...)
 						c.line, c.tail, c.cur = c.line[:0], c.tail[:0], 0
 						i-- // this byte again, now at a segment's start (the fastest path)
@@ -253,6 +306,7 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 				dst = c.startRune(dst, b)
 				continue
 			}
+			c.at = c.pos + int64(i) + 1
 			dst = c.control(dst, b)
 
 		case sEsc:
@@ -263,6 +317,7 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 				c.st = sGround
 			case b < 0x20:
 				if b != 0 {
+					c.at = c.pos + int64(i) + 1
 					dst = c.control(dst, b)
 				}
 			case b < 0x30: // intermediate
@@ -276,6 +331,7 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 					i--
 				}
 			case b < 0x7f:
+				c.at = c.pos + int64(i) + 1
 				dst = c.escFinal(dst, b)
 			case b == 0x7f:
 			default: // not ASCII: abandon the sequence, show the text
@@ -328,6 +384,7 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 				c.st = sGround
 			case b < 0x20:
 				if b != 0 {
+					c.at = c.pos + int64(i) + 1
 					dst = c.control(dst, b)
 				}
 			case b == 0x7f:
@@ -358,6 +415,8 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 			i--
 		}
 	}
+	c.pos += int64(len(raw))
+	c.endCall()
 	return dst
 }
 
@@ -365,9 +424,25 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 // that has no newline yet) and remembers it as emitted, so that later output
 // continuing the line is not repeated. An incomplete UTF-8 character or
 // escape sequence at the end is not emitted; it is kept for the next Write.
+// Blank lines held back go out before a line that shows something (or at
+// Close); a line that shows nothing is not emitted.
 func (c *Converter) Flush(dst []byte) []byte {
+	c.rel, c.old = c.rel[:0], len(c.held)
+	dst = c.flush(dst)
+	c.endCall()
+	return dst
+}
+
+func (c *Converter) flush(dst []byte) []byte {
 	c.materialize()
 	s := c.content()
+	if len(c.shown) == 0 {
+		if c.nothingNew(s) {
+			return dst
+		}
+		dst = c.emitBlanks(dst)
+		c.onLast = false
+	}
 	if len(c.shown) > 0 && hasPrefix(s, c.shown) {
 		dst = appendRunes(dst, s[len(c.shown):])
 		c.shown = append(c.shown, s[len(c.shown):]...)
@@ -385,21 +460,48 @@ func (c *Converter) Flush(dst []byte) []byte {
 // any state. It is meant for matching patterns against an unfinished line.
 func (c *Converter) Pending() []byte {
 	c.materialize() // the same line, in cells
-	return c.appendPending(nil)
+	var dst []byte
+	if len(c.shown) == 0 {
+		if c.nothingNew(c.content()) {
+			return nil
+		}
+		for range c.held {
+			dst = append(dst, '\n')
+		}
+	}
+	return c.appendPending(dst)
 }
 
 // Close ends the stream: like [Converter.Flush], except that an incomplete
 // UTF-8 character at the end becomes U+FFFD. An unterminated escape sequence
 // is dropped. Afterwards the Converter is reset and can convert a new stream.
 func (c *Converter) Close(dst []byte) []byte {
+	c.rel, c.old = c.rel[:0], len(c.held)
 	c.materialize()
 	if c.st == sGround && c.need > 0 {
 		c.need = 0
 		dst = c.put(dst, utf8.RuneError)
 	}
-	dst = c.Flush(dst)
-	*c = Converter{line: c.line[:0], shown: c.shown[:0], tail: c.tail[:0]}
+	dst = c.emitBlanks(c.flush(dst))
+	c.endCall()
+	*c = Converter{line: c.line[:0], shown: c.shown[:0], tail: c.tail[:0], last: c.last[:0], held: c.held[:0], rel: c.rel}
 	return dst
+}
+
+// Released returns the blank lines held back before the last call of Write, Flush or
+// Close that it emitted: that call's text starts with one "\n" for each, in order, and
+// the rest of its text came from the bytes it was given. Each is the raw line it came
+// from, [from, to), counted back from the end of the input written so far (bytes
+// to..from before it: a line that the last byte written ended is [n, 0)). A caller that
+// maps text to raw offsets tags these "\n"s with their own lines. The slice is valid
+// until the next call.
+func (c *Converter) Released() [][2]int64 { return c.rel }
+
+// endCall turns the lines in rel into distances back from pos.
+func (c *Converter) endCall() {
+	for k, r := range c.rel {
+		c.rel[k] = [2]int64{c.pos - r[0], c.pos - r[1]}
+	}
 }
 
 // String converts a whole raw output to text.
@@ -463,10 +565,28 @@ func (c *Converter) appendPending(dst []byte) []byte {
 	return appendRunes(dst, s)
 }
 
-// newline ends the current line.
+// newline ends the current line. A blank line is held back (see up); a redraw of the
+// row of the last line that left it as it was is not emitted again.
 func (c *Converter) newline(dst []byte) []byte {
-	dst = c.appendPending(dst)
-	dst = append(dst, '\n')
+	if len(c.shown) == 0 && c.nothingNew(c.content()) {
+		if !c.onLast {
+			if len(c.held) == maxBlanks {
+				dst = c.emitBlanks(dst)
+			}
+			c.held = append(c.held, [2]int64{c.lineAt, c.at})
+		}
+	} else {
+		dst = c.emitBlanks(dst)
+		s := c.content()
+		if c.lastOK = len(s) <= maxLast; c.lastOK {
+			c.last = appendRunes(c.last[:0], s)
+		}
+		dst = c.appendPending(dst)
+		dst = append(dst, '\n')
+	}
+	c.onLast = false
+	c.addrOK = false
+	c.lineAt = c.at
 	c.line = c.line[:0]
 	c.shown = c.shown[:0]
 	c.cur = 0
@@ -474,6 +594,86 @@ func (c *Converter) newline(dst []byte) []byte {
 	c.hid = false
 	c.redrawn = false
 	return dst
+}
+
+// nothingNew reports whether s, the current line's content with nothing of it
+// emitted, adds nothing to the text: it shows no character (only spaces), or it is
+// the row of the last line, redrawn as it was.
+func (c *Converter) nothingNew(s []rune) bool {
+	if c.onLast && sameText(s, c.last) {
+		return true
+	}
+	for _, r := range s {
+		if r != ' ' && r != blank {
+			return false
+		}
+	}
+	return true
+}
+
+// emitBlanks appends the blank lines held back and notes them in rel.
+func (c *Converter) emitBlanks(dst []byte) []byte {
+	for range c.held {
+		dst = append(dst, '\n')
+	}
+	c.rel = append(c.rel, c.held[:c.old]...)
+	c.held, c.old = c.held[:0], 0
+	return dst
+}
+
+// up moves the cursor n rows up (CUU, CPL, RI) from a line that shows nothing yet:
+// the blank lines it goes back over were cursor motion, not output (a prompt that
+// reserves rows for a menu, then moves back up), and are dropped. One row more is the
+// last line's row: later text there is a redraw of it. From a line with text, or further
+// up, vertical motion is ignored.
+func (c *Converter) up(n int) {
+	if len(c.shown) > 0 || !c.nothingNew(c.content()) || c.onLast {
+		return
+	}
+	if n <= len(c.held) {
+		c.held = c.held[:len(c.held)-n]
+		c.old = min(c.old, len(c.held))
+		return
+	}
+	n -= len(c.held)
+	c.held, c.old = c.held[:0], 0
+	if n == 1 && c.lastOK {
+		c.line = c.line[:0]
+		for _, r := range string(c.last) {
+			c.line = append(c.line, r)
+		}
+		c.onLast = true
+	}
+}
+
+// jump handles cursor addressing and screen clears from a line that shows nothing
+// yet: the blank lines held back are layout, not output.
+func (c *Converter) jump() {
+	if len(c.shown) == 0 && !c.onLast && c.nothingNew(c.content()) {
+		c.held, c.old = c.held[:0], 0
+	}
+}
+
+// sameText reports whether the cells s read as the text t.
+func sameText(s []rune, t []byte) bool {
+	i := 0
+	for _, r := range string(t) {
+		if i >= len(s) || s[i] != r && !(isSpace(s[i]) && isSpace(r)) {
+			return false
+		}
+		i++
+	}
+	return i == len(s)
+}
+
+// onlySpaces reports whether b holds only spaces.
+func onlySpaces(b []byte) bool {
+	for _, ch := range b {
+		if ch != ' ' {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Converter) applyCR() {
@@ -548,6 +748,8 @@ func (c *Converter) putCell(dst []byte, r rune) []byte {
 	c.applyCR()
 	if c.cur >= maxLine {
 		// The line is full: emit it as it stands and start a new segment.
+		dst = c.emitBlanks(dst)
+		c.lastOK, c.onLast, c.addrOK = false, false, false
 		dst = c.appendPending(dst)
 		c.line = c.line[:0]
 		c.shown = c.shown[:0]
@@ -671,11 +873,15 @@ func (c *Converter) escFinal(dst []byte, b byte) []byte {
 		c.st, c.osc = sStr, false
 	case 'D', 'E': // IND, NEL
 		return c.newline(dst)
+	case 'M': // RI: up one row
+		c.up(1)
+		c.addrOK = false
 	case '7':
 		c.saved = c.cursor()
 	case '8':
 		c.cr = false
 		c.cur = min(c.saved, maxLine)
+		c.addrOK = false
 	}
 	return dst
 }
@@ -733,6 +939,39 @@ func (c *Converter) csiFinal(dst []byte, b byte) []byte {
 	case 'E', 'F': // next/previous line: column 0
 		c.cr = false
 		c.cur = 0
+		c.addrOK = false
+		if b == 'F' {
+			c.up(max(n, 1))
+		}
+	case 'A': // up
+		c.up(max(n, 1))
+		c.addrOK = false
+	case 'B', 'S', 'T', 'L', 'M', 'r': // down, scroll, insert or delete lines, margins
+		c.addrOK = false
+	case 'H', 'f', 'd': // cursor position, line position
+		c.jump()
+		// The position of the last cursor address named again, with nothing but text
+		// and motion along the row since: the cursor goes back to where that text
+		// began, so what is written next overwrites it (a probe glyph written and
+		// overwritten at once, as vim's ambiguous-width ▽).
+		at := [2]int{max(n, 1), 0}
+		if b == 'd' {
+			at[1] = -1
+		} else if f&fNextArg != 0 {
+			at[1] = max(c.sv, 1)
+		} else {
+			at[1] = 1
+		}
+		if c.addrOK && at == c.addr && b != 'd' {
+			c.cr = false
+			c.cur = c.addrCur
+		} else {
+			c.addr, c.addrCur, c.addrOK = at, c.cursor(), b != 'd'
+		}
+	case 'J': // erase in display: a whole clear drops the blank lines held back
+		if n == 2 || n == 3 {
+			c.jump()
+		}
 	case 'X': // erase characters
 		c.applyCR()
 		if c.cur < len(c.line) {
@@ -767,6 +1006,7 @@ func (c *Converter) csiFinal(dst []byte, b byte) []byte {
 		if c.n == 0 {
 			c.cr = false
 			c.cur = min(c.saved, maxLine)
+			c.addrOK = false
 		}
 	}
 	return dst
@@ -828,11 +1068,16 @@ func appendRunes(dst []byte, rs []rune) []byte {
 }
 
 // InLine reports, without allocating, whether a line is in progress: output since the
-// last newline that later output may still change. Callers that map text back to raw
+// last newline that later output may still change (the row of the last line, when the
+// cursor went back up onto it, is one). Blank lines held back are not: their text says
+// where it came from (see [Converter.Released]). Callers that map text back to raw
 // offsets use it to know that the next text may stem from earlier bytes.
-func (c *Converter) InLine() bool { return len(c.line) > 0 || len(c.tail) > 0 || c.need > 0 }
+func (c *Converter) InLine() bool {
+	return len(c.line) > 0 || len(c.tail) > 0 || c.need > 0 || c.onLast
+}
 
 // AtLineStart reports whether the converter is between lines: no line in progress and
 // no escape sequence under way. A fresh Converter fed the stream from here on produces
-// the same text, so callers may map text back to raw offsets at this point.
+// the same text, but for the blank lines held back (which [Converter.Released] maps),
+// so callers may map text back to raw offsets at this point.
 func (c *Converter) AtLineStart() bool { return !c.InLine() && c.st == sGround }

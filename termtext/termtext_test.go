@@ -38,6 +38,26 @@ var convertTests = []struct {
 	{"cursor hide show", "\x1b[?25lworking\x1b[?25h\n", "working\n"},
 	{"alt screen", "\x1b[?1049hfull\x1b[?1049l\n", "full\n"},
 	{"keypad and charset", "\x1b=\x1b(Bx\x1b)0y\x1b>\n", "xy\n"},
+	// Blank lines that cursor motion goes back over, or a screen clear or cursor
+	// addressing leaves behind, were layout, not output; a row redrawn as it was is not
+	// repeated. Blank lines the program printed stay.
+	{"rows reserved then moved up", "> \r\n\r\n\r\n\x1b[3A\x1b[2Chello\r\n", "> \n> hello\n"},
+	{"row redrawn as it was", "> x\r\n\r\n\x1b[2A> x\r\nok\r\n", "> x\nok\n"},
+	{"blank rows up by ESC M", "a\r\n\r\n\r\n\x1bM\x1bMb\r\n", "a\nb\n"},
+	{"blank rows and a clear", "a\r\n\r\n\r\n\x1b[2J\x1b[Hb\r\n", "a\nb\n"},
+	{"blank rows and cursor addressing", "a\r\n\r\n\x1b[5;1Hb\r\n", "a\nb\n"},
+	// The position of the last cursor address named again, with only text and motion
+	// along the row between: what was written there is overwritten (vim's probe).
+	{"probe overwritten at the same address", "ab\x1b[2;1H\u25bd\x1b[6n\x1b[2;1H  \x1b[3;1Hc\n", "ab  c\n"},
+	{"same address after a newline", "\x1b[2;1Habc\r\nzz\x1b[2;1Hyy\n", "abc\nzzyy\n"},
+	{"same address after a restore", "ab\x1b[2;1Hx\x1b8\x1b[2;1Hy\n", "ybx\n"},
+	{"blank rows kept", "a\r\n\r\n\r\nb\r\n\r\n", "a\n\n\nb\n\n"},
+	{"up further than the blank rows", "a\r\nb\r\n\r\n\x1b[3Ac\r\n", "a\nb\nc\n"},
+	{"spaces only read as a blank line", "a\r\n   \r\nb\r\n", "a\n\nb\n"},
+	// prompt_toolkit with a completer: rows reserved for the menu under the prompt, the
+	// cursor moved back up, the prompt redrawn (recorded; the terminal answered CPR).
+	{"prompt_toolkit prompt", "\x1b[?12l\x1b[?25h\x1b[6n\x1b[?2004h\x1b[?1l\x1b[?25l\x1b[0m\x1b[?7l\x1b[0m\x1b[J\x1b[0m>\x1b[0m\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\x1b[0m \b\x1b[7A\x1b[2C\x1b[?7h\x1b[0m\x1b[?12l\x1b[?25h\x1b[?25l\x1b[?7l\x1b[2D\x1b[0m> hello\x1b[0m\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\x1b[0m \x1b[0m\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\r\r\n\x1b[0m \b\x1b[23A\x1b[7C\x1b[?7h\x1b[0m\x1b[?12l\x1b[?25h\x1b[?25l\x1b[?7l\x1b[7D\x1b[0m\x1b[J\x1b[0m> hello\x1b[7D\x1b[0m\r\r\n\x1b[J\x1b[?7h\x1b[0m\x1b[?12l\x1b[?25h\x1b[?2004lgot hello\r\n", ">\n> hello\ngot hello\n"},
+
 	// A redrawn line's padding is erasure; printed trailing spaces stay.
 	{"redrawn padding", "collecting ...\rcollected 3 items      \r\n", "collected 3 items\n"},
 	{"redrawn by CSI G", "50%\x1b[1Gdone   \r\n", "done\n"},
