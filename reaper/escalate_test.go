@@ -1,9 +1,13 @@
+//go:build linux || darwin || freebsd
+
 package reaper
 
 import (
 	"bufio"
 	"io"
+	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -89,4 +93,25 @@ func TestKillLeavesNothingManyTrees(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A session whose leader was reaped does not take the tree of a new leader that got the
+// same pid (pids wrap on a busy machine) while its own sweep still runs: the sweep would
+// kill another session.
+func TestMembersNotThroughAReusedLeaderPid(t *testing.T) {
+	cmd := exec.Command("sleep", "1010")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	pid := cmd.Process.Pid
+	// "old"'s leader had this pid and was reaped; "new" was then spawned on it.
+	h := &helper{self: os.Getpid(), leaders: map[int]*leader{pid: {tag: "new"}},
+		tags: map[string]int{"old": pid, "new": pid}, sidTag: map[int]string{pid: "new"}}
+	if got := pids(h.members("new")); !slices.Contains(got, pid) {
+		t.Fatalf("the live leader %d is not a member of its own session: %v", pid, got)
+	}
+	if got := pids(h.members("old")); slices.Contains(got, pid) {
+		t.Errorf("the old session's members %v take the new leader %d", got, pid)
+	}
 }

@@ -320,7 +320,9 @@ func (h *helper) members(tag string) []proc.Info {
 	leaderPid, known := h.tags[tag]
 	spawner := h.spawner
 	leaderAlive := false
-	if l := h.leaders[leaderPid]; l != nil && !h.hasExited(leaderPid, l) {
+	// The leader's pid, once reaped, can be another session's leader by now (pids wrap):
+	// that one's tree is not ours.
+	if l := h.leaders[leaderPid]; l != nil && l.tag == tag && !h.hasExited(leaderPid, l) {
 		leaderAlive = true
 	}
 	h.mu.Unlock()
