@@ -288,6 +288,7 @@ func (h *helper) reap() {
 	if !ok {
 		kids = orphans(h.self)
 	}
+	orphanReads.Lock()
 	for _, c := range kids {
 		if _, isLeader := h.leaders[c]; isLeader {
 			continue
@@ -295,6 +296,7 @@ func (h *helper) reap() {
 		var ws unix.WaitStatus
 		unix.Wait4(c, &ws, unix.WNOHANG, nil)
 	}
+	orphanReads.Unlock()
 	h.mu.Unlock()
 	for _, e := range done {
 		// Whatever outlived the leader is named in the exit report and killed.
