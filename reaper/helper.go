@@ -406,7 +406,7 @@ func (h *helper) left(tag string) []int {
 // gone reports whether the session has no live process (see left).
 func (h *helper) gone(tag string) bool { return len(h.left(tag)) == 0 }
 
-// settled runs scan until it can trust the answer: the first non-empty result, or nil
+// settled runs scan once or twice: it returns the first non-empty result, or nil
 // when two scans a moment apart both came back empty. A single scan can miss a process
 // while its dying parent's children are being re-parented to the reaper (the leader is
 // seen alive, then its children list is read after the move), and an escalation that

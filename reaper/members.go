@@ -9,7 +9,7 @@ import (
 // orphanReads is read-held while orphanCandidates reads the reaper's children list and
 // held by the reaper's loop that reaps orphans: the kernel builds that list one entry at
 // a time, and a child reaped between two entries makes it skip the entry that follows
-// (a live orphan missing from a scan).
+// (a live orphan missing from a scan). Lock order: helper.mu, then orphanReads.
 var orphanReads sync.RWMutex
 
 // pids lists the pids of ps.
