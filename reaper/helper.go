@@ -288,6 +288,7 @@ func (h *helper) reap() {
 	if !ok {
 		kids = orphans(h.self)
 	}
+	orphanReads.Lock()
 	for _, c := range kids {
 		if _, isLeader := h.leaders[c]; isLeader {
 			continue
@@ -295,6 +296,7 @@ func (h *helper) reap() {
 		var ws unix.WaitStatus
 		unix.Wait4(c, &ws, unix.WNOHANG, nil)
 	}
+	orphanReads.Unlock()
 	h.mu.Unlock()
 	for _, e := range done {
 		// Whatever outlived the leader is named in the exit report and killed.
@@ -320,7 +322,9 @@ func (h *helper) members(tag string) []proc.Info {
 	leaderPid, known := h.tags[tag]
 	spawner := h.spawner
 	leaderAlive := false
-	if l := h.leaders[leaderPid]; l != nil && !h.hasExited(leaderPid, l) {
+	// The leader's pid, once reaped, can be another session's leader by now (pids wrap):
+	// that one's tree is not ours.
+	if l := h.leaders[leaderPid]; l != nil && l.tag == tag && !h.hasExited(leaderPid, l) {
 		leaderAlive = true
 	}
 	h.mu.Unlock()
@@ -383,26 +387,37 @@ func (h *helper) sweep(tag string, grace time.Duration, first func([]Survivor), 
 	return surv
 }
 
-// escalate waits up to grace for the session's processes to go, then kills what is left.
+// escalate waits up to grace for the session's processes to go, then kills what is left,
+// and goes on killing until none is left: a process slow to die (one in uninterruptible
+// sleep, or exiting on a loaded machine) outlasts one run of proc.Escalate's rounds.
 func (h *helper) escalate(tag string, grace time.Duration) {
-	proc.Escalate(func() []int {
-		if h.gone(tag) {
-			return nil
-		}
-		return pids(h.members(tag))
-	}, grace)
+	for !proc.Escalate(func() []int { return h.left(tag) }, grace) {
+		grace = 100 * time.Millisecond
+	}
 	h.forget(tag)
 }
 
-// gone reports whether the session has no live process, on two scans a moment apart: a
-// single scan can miss a process while its dying parent's children are being re-parented
-// to the reaper, and giving up then would leave it running.
-func (h *helper) gone(tag string) bool {
-	if len(h.members(tag)) > 0 {
-		return false
+// left returns the session's live processes; nil only when two scans a moment apart
+// found none (see settled).
+func (h *helper) left(tag string) []int {
+	return settled(func() []int { return pids(h.members(tag)) })
+}
+
+// gone reports whether the session has no live process (see left).
+func (h *helper) gone(tag string) bool { return len(h.left(tag)) == 0 }
+
+// settled runs scan once or twice: it returns the first non-empty result, or nil
+// when two scans a moment apart both came back empty. A single scan can miss a process
+// while its dying parent's children are being re-parented to the reaper (the leader is
+// seen alive, then its children list is read after the move), and an escalation that
+// took such a miss for the end would stop killing with a member still alive. Every
+// "none left" that ends a sweep comes from here, never from one bare scan.
+func settled(scan func() []int) []int {
+	if l := scan(); len(l) > 0 {
+		return l
 	}
 	time.Sleep(5 * time.Millisecond)
-	return len(h.members(tag)) == 0
+	return scan()
 }
 
 // forget drops a session whose leader is gone and whose tree is empty.

@@ -3,6 +3,8 @@
 package reaper
 
 import (
+	"time"
+
 	"github.com/ptyhub/ptyhub/proc"
 )
 
@@ -44,7 +46,7 @@ func sessionMembers(self, spawner int, tag string, leaderPid int, leaderAlive bo
 		}
 		owner, ok := sidOf(p.Sid)
 		if !ok {
-			if v, found := proc.Getenv(c, EnvSession); found && v == tag {
+			if v, found := markerOf(c); found && v == tag {
 				owner, ok = tag, true
 			}
 		}
@@ -67,4 +69,22 @@ func sessionMembers(self, spawner int, tag string, leaderPid int, leaderAlive bo
 		roots = append(roots, tree.Children(pid)...)
 	}
 	return out
+}
+
+// markerOf returns pid's PTYHUB_SESSION entry. A process in the middle of an exec shows
+// no environment for a moment (the new image's is set up last, after the program and its
+// interpreter are mapped), and an orphan taken then for unmarked would be left out of
+// its session's kill: it is read again, every millisecond, until it shows one, it is
+// gone, or a hundred tries passed (a process whose environment really is empty).
+func markerOf(pid int) (string, bool) {
+	for try := 0; ; try++ {
+		v, ok, read := proc.LookupEnv(pid, EnvSession)
+		if read || try == 100 {
+			return v, ok
+		}
+		if p, err := proc.Stat(pid); err != nil || p.Dead() {
+			return "", false
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

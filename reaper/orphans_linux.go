@@ -21,7 +21,9 @@ func orphanCandidates(self, spawner int) (kids []int, ok bool) {
 		return nil, false
 	}
 	main := strconv.Itoa(self)
+	orphanReads.RLock()
 	b, err := os.ReadFile("/proc/" + main + "/task/" + main + "/children")
+	orphanReads.RUnlock()
 	if err != nil {
 		return nil, false
 	}
