@@ -387,14 +387,22 @@ func (h *helper) sweep(tag string, grace time.Duration, first func([]Survivor), 
 	return surv
 }
 
-// escalate waits up to grace for the session's processes to go, then kills what is left,
-// and goes on killing until none is left: a process slow to die (one in uninterruptible
-// sleep, or exiting on a loaded machine) outlasts one run of proc.Escalate's rounds.
+// escalate waits up to grace for the session's processes to go, then kills what is left.
+// It returns once that is done, or, when a process outlasted every round of SIGKILLs (one
+// in uninterruptible sleep dies only when it leaves it), once the rounds are over: a
+// caller waiting on a kill is answered then, and a goroutine it starts goes on killing
+// until none is left, then forgets the session.
 func (h *helper) escalate(tag string, grace time.Duration) {
-	for !proc.Escalate(func() []int { return h.left(tag) }, grace) {
-		grace = 100 * time.Millisecond
+	left := func() []int { return h.left(tag) }
+	if proc.Escalate(left, grace) {
+		h.forget(tag)
+		return
 	}
-	h.forget(tag)
+	go func() {
+		for !proc.Escalate(left, 100*time.Millisecond) {
+		}
+		h.forget(tag)
+	}()
 }
 
 // left returns the session's live processes; nil only when two scans a moment apart
