@@ -116,7 +116,7 @@ func dkImage(t *testing.T, d *dkDaemon) string {
 			os.Symlink("busybox", filepath.Join(root, "bin", applet))
 		}
 	}
-	build := osexec.Command("go", "build", "-o", filepath.Join(root, "bin", "ptyhub"), "./cmd/ptyhub")
+	build := testtool.GoBuild(filepath.Join(root, "bin", "ptyhub"), "./cmd/ptyhub")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("static build of ptyhub: %v\n%s", err, out)

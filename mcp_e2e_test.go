@@ -236,7 +236,7 @@ func e2eCopy(t *testing.T, from, to string) {
 func e2eBuildPtyhub(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "ptyhub")
-	build := osexec.Command("go", "build", "-o", bin, "./cmd/ptyhub")
+	build := testtool.GoBuild(bin, "./cmd/ptyhub")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/ptyhub: %v\n%s", err, out)
 	}

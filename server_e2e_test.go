@@ -39,7 +39,7 @@ var svBinary = sync.OnceValues(func() (string, error) {
 	svBinDir = dir // removed by TestMain
 	os.Chmod(dir, 0o755)
 	bin := filepath.Join(dir, "ptyhub")
-	out, err := osexec.Command("go", "build", "-o", bin, "./cmd/ptyhub").CombinedOutput()
+	out, err := testtool.GoBuild(bin, "./cmd/ptyhub").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
