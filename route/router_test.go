@@ -1,4 +1,4 @@
-package server
+package route
 
 import (
 	"context"
@@ -24,7 +24,7 @@ type fedService struct {
 }
 
 func (f *fedService) has(id string) bool {
-	return slices.ContainsFunc(f.sessions, func(in session.Info) bool { return sessionIs(in, id) })
+	return slices.ContainsFunc(f.sessions, func(in session.Info) bool { return SessionIs(in, id) })
 }
 
 func (f *fedService) notFound(id string) error {
@@ -83,7 +83,7 @@ func (f *fedService) Watch(context.Context, session.WatchRequest) (*session.Watc
 	return &session.WatchResult{}, nil
 }
 
-func TestFederationRoutes(t *testing.T) {
+func TestRouterFindsOwner(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	local := &fedService{name: "local", sessions: []session.Info{{SessionID: "1", UUID: "aaaa", Name: "mine"}}}
@@ -91,7 +91,7 @@ func TestFederationRoutes(t *testing.T) {
 	host := &fedService{name: "host", sessions: []session.Info{{SessionID: "7", UUID: "bbbb", Name: "dev"}}}
 	srv := &fedService{name: "server", sessions: []session.Info{{SessionID: "9", UUID: "cccc", Name: "dev2"}, {SessionID: "7", UUID: "bbbb", Name: "dev"}}}
 	other := &fedService{name: "other", sessions: []session.Info{{SessionID: "12", UUID: "dddd", Name: "dev"}}}
-	f := &Federation{Local: local, Others: func(context.Context) ([]Member, []string) {
+	f := &Router{Local: local, Members: func(context.Context) ([]Member, []string) {
 		return []Member{{Name: "host", Svc: host}, {Name: "the server", Svc: srv}}, []string{"a host that did not answer"}
 	}}
 
@@ -115,7 +115,7 @@ func TestFederationRoutes(t *testing.T) {
 		t.Errorf("resize of an unknown session: %v", err)
 	}
 	// One name, two sessions in two processes: ambiguous, nothing written.
-	f2 := &Federation{Local: local, Others: func(context.Context) ([]Member, []string) {
+	f2 := &Router{Local: local, Members: func(context.Context) ([]Member, []string) {
 		return []Member{{Name: "host", Svc: host}, {Name: "other", Svc: other}}, nil
 	}}
 	if _, err := f2.Write(ctx, session.WriteRequest{SessionID: "dev"}); !errors.Is(err, session.ErrInvalid) {
@@ -141,7 +141,7 @@ func TestFederationRoutes(t *testing.T) {
 	}
 }
 
-func TestFederationWaitAcrossProcesses(t *testing.T) {
+func TestRouterWaitAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	local := &fedService{name: "local", sessions: []session.Info{{SessionID: "1", UUID: "aaaa"}}}
@@ -149,7 +149,7 @@ func TestFederationWaitAcrossProcesses(t *testing.T) {
 		wait: func(r session.WaitRequest) (*session.WaitResult, error) {
 			return &session.WaitResult{Result: session.Result{SessionID: r.SessionIDs[0], ReturnedBecause: session.BecauseExit}}, nil
 		}}
-	f := &Federation{Local: local, Others: func(context.Context) ([]Member, []string) {
+	f := &Router{Local: local, Members: func(context.Context) ([]Member, []string) {
 		return []Member{{Name: "host", Svc: host}}, nil
 	}}
 	r, err := f.Wait(ctx, session.WaitRequest{SessionIDs: []string{"1", "7"}})
