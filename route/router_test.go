@@ -160,3 +160,85 @@ func TestRouterWaitAcrossProcesses(t *testing.T) {
 		t.Errorf("wait naming an unknown session: %v", err)
 	}
 }
+
+// watchService is a fedService whose Watch follows a generation the test moves.
+type watchService struct {
+	fedService
+	mu       sync.Mutex
+	gen      uint64
+	sessions []session.WatchSession
+	fail     error
+	moved    chan struct{}
+}
+
+func newWatchService(ss ...session.WatchSession) *watchService {
+	return &watchService{gen: 1, sessions: ss, moved: make(chan struct{})}
+}
+
+// set replaces the sessions and moves the generation.
+func (w *watchService) set(fail error, ss ...session.WatchSession) {
+	w.mu.Lock()
+	w.gen++
+	w.sessions, w.fail = ss, fail
+	close(w.moved)
+	w.moved = make(chan struct{})
+	w.mu.Unlock()
+}
+
+func (w *watchService) Watch(ctx context.Context, req session.WatchRequest) (*session.WatchResult, error) {
+	w.mu.Lock()
+	gen, moved, fail := w.gen, w.moved, w.fail
+	w.mu.Unlock()
+	if gen == req.Since {
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fail != nil || fail != nil {
+		return nil, w.fail
+	}
+	return &session.WatchResult{Generation: w.gen, Events: []session.WatchEvent{}, Sessions: slices.Clone(w.sessions)}, nil
+}
+
+// Watch covers Local and a host: the first answer lists both (the host's ids with its
+// prefix, each saying whose); a change on the host comes back as a change, with its
+// prefix; a host that stops answering has its sessions removed.
+func TestRouterWatchEveryMember(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	local := newWatchService(session.WatchSession{SessionID: "1", State: session.StateRunning})
+	host := newWatchService(session.WatchSession{SessionID: "3", State: session.StateRunning})
+	box := Member{Name: "host box", Prefix: "box", Svc: host}
+	r := &Router{Local: local,
+		Host:    func(name string) (Member, error) { return box, nil },
+		Members: func(context.Context) ([]Member, []string) { return []Member{box}, nil }}
+	first, err := r.Watch(ctx, session.WatchRequest{Since: ^uint64(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []session.WatchSession{{SessionID: "1", State: session.StateRunning}, {SessionID: "box:3", State: session.StateRunning, Where: "host box"}}
+	if first.Delta || !slices.Equal(first.Sessions, want) {
+		t.Fatalf("first watch: delta %v, sessions %+v; want %+v", first.Delta, first.Sessions, want)
+	}
+	go host.set(nil, session.WatchSession{SessionID: "3", State: session.StateExited})
+	next, err := r.Watch(ctx, session.WatchRequest{Since: first.Generation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []session.WatchSession{{SessionID: "box:3", State: session.StateExited, Where: "host box"}}
+	if next.Generation == first.Generation || !slices.Equal(next.Sessions, want) {
+		t.Fatalf("after the host's session ended: generation %d (was %d), sessions %+v; want %+v", next.Generation, first.Generation, next.Sessions, want)
+	}
+	go host.set(errors.New("connection lost"))
+	gone, err := r.Watch(ctx, session.WatchRequest{Since: next.Generation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !gone.Delta || !slices.Equal(gone.Removed, []string{"box:3"}) {
+		t.Fatalf("after the host stopped answering: delta %v, removed %v; want box:3 removed", gone.Delta, gone.Removed)
+	}
+}
