@@ -95,14 +95,14 @@ func TestRemoteSSHEverywhere(t *testing.T) {
 	}
 
 	// Through the per-user server: ls and the browser view's list have the host's
-	// session (the server reaches it through the agent), and `ptyhub wait` waits on it.
-	if ids, l := h.lsIDs(); !slices.Contains(ids, rid) {
-		t.Errorf("ptyhub ls lacks the agent's host session %s: %v (warnings %q)", rid, ids, l.Warnings)
-	}
+	// session (the server reaches it through the agent, which connects to the host for
+	// it on the first listing that asks), and `ptyhub wait` waits on it.
+	svWait(t, "ptyhub ls to list the agent's host session", func() bool {
+		ids, _ := h.lsIDs()
+		return slices.Contains(ids, rid)
+	})
 	page := strings.TrimSpace(h.ok("web"))
-	if ids := webListIDs(t, ctx, page); !slices.Contains(ids, rid) || !slices.Contains(ids, cli.SessionID) {
-		t.Errorf("the browser view's list %v lacks the host's session %s or the CLI's %s", ids, rid, cli.SessionID)
-	}
+	webListIDs(t, ctx, page, func(ids []string) bool { return slices.Contains(ids, rid) && slices.Contains(ids, cli.SessionID) })
 	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "ptyhub://session/" + rid}); err != nil {
 		t.Fatal(err)
 	}
@@ -135,9 +135,9 @@ func TestRemoteSSHEverywhere(t *testing.T) {
 	}
 }
 
-// webListIDs starts nothing: it opens the browser view's list at page (the URL `ptyhub
-// web` printed) as the page does and returns the ids of its first message.
-func webListIDs(t *testing.T, ctx context.Context, page string) []string {
+// webListIDs opens the browser view's list at page (the URL `ptyhub web` printed) as the
+// page does and reads it until its ids satisfy want (the test fails when it ends first).
+func webListIDs(t *testing.T, ctx context.Context, page string, want func([]string) bool) {
 	t.Helper()
 	u, err := url.Parse(page)
 	if err != nil {
@@ -149,21 +149,23 @@ func webListIDs(t *testing.T, ctx context.Context, page string) []string {
 		t.Fatalf("the browser view's list: %v", err)
 	}
 	defer c.CloseNow()
-	_, b, err := c.Read(ctx)
-	if err != nil {
-		t.Fatalf("the browser view's list: %v", err)
-	}
-	var l struct {
-		Sessions []struct {
-			SessionID string `json:"session_id"`
-		} `json:"sessions"`
-	}
-	if err := json.Unmarshal(b, &l); err != nil {
-		t.Fatalf("the browser view's list: %v: %s", err, b)
-	}
 	var ids []string
-	for _, s := range l.Sessions {
-		ids = append(ids, s.SessionID)
+	for !want(ids) {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("the browser view's list ended (%v); it showed %v", err, ids)
+		}
+		var l struct {
+			Sessions []struct {
+				SessionID string `json:"session_id"`
+			} `json:"sessions"`
+		}
+		if err := json.Unmarshal(b, &l); err != nil {
+			t.Fatalf("the browser view's list: %v: %s", err, b)
+		}
+		ids = ids[:0]
+		for _, s := range l.Sessions {
+			ids = append(ids, s.SessionID)
+		}
 	}
-	return ids
 }

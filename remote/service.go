@@ -89,7 +89,6 @@ type Hosts struct {
 	Options Options
 
 	of    *Hosts // Seen: the hosts named are of's
-	seen  *Hosts // what Seen returned
 	mu    sync.Mutex
 	peers map[string]*route.Peer
 	order []string
@@ -119,15 +118,6 @@ func (h *Hosts) Host(name string) (route.Member, error) {
 	p := peer(t, h.Options)
 	h.peers[name] = p
 	h.order = append(h.order, name)
-	if h.seen != nil {
-		// Connected now, aside: a listing of the per-user server waits for it only a
-		// few seconds, less than a transport may take.
-		go func() {
-			if m, err := h.seen.Host(name); err == nil {
-				m.Svc.(*route.Peer).Connect()
-			}
-		}()
-	}
 	return route.Member{Name: p.Name, Prefix: name, Svc: p}, nil
 }
 
@@ -156,10 +146,7 @@ func (h *Hosts) Members(context.Context) ([]route.Member, []string) {
 // what an agent's host socket shows the per-user server (its listings must not take the
 // agent's notices of ended sessions).
 func (h *Hosts) Seen() *Hosts {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.seen = &Hosts{of: h, Options: Options{Name: "server", Getenv: h.Options.Getenv}}
-	return h.seen
+	return &Hosts{of: h, Options: Options{Name: "server", Getenv: h.Options.Getenv}}
 }
 
 // Close closes every host connection (their owned sessions end there unless keep).

@@ -156,13 +156,6 @@ func (p *Peer) get(ctx context.Context, look bool) (c Conn, reconnected bool, er
 	return d.c, dropped, nil
 }
 
-// Connect starts making the connection, when there is none, and returns at once.
-func (p *Peer) Connect() {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // get starts the dial, then stops waiting for it
-	p.get(ctx, false)
-}
-
 // forget drops c if it is still the current connection, so the next call connects again.
 func (p *Peer) forget(c Conn) {
 	p.mu.Lock()
