@@ -192,10 +192,14 @@ func (r *resources) sync(ctx context.Context, res *session.WatchResult) {
 		if in.Name != "" {
 			title = in.Name + ": " + in.Command
 		}
+		whose := "this agent"
+		if in.Where != "" {
+			whose = in.Where
+		}
 		r.s.mcp.AddResource(&mcp.Resource{
 			URI: sessionURI(in.SessionID), Name: "session-" + in.SessionID, Title: oneLineTitle(title),
 			MIMEType:    "text/plain",
-			Description: "Output of session " + in.SessionID + " (text view; its screen is " + sessionURI(in.SessionID) + screenSuffix + ")",
+			Description: "Output of session " + in.SessionID + ", run by " + whose + " (text view; its screen is " + sessionURI(in.SessionID) + screenSuffix + ")",
 		}, r.read)
 	}
 	if len(gone) > 0 {

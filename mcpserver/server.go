@@ -99,7 +99,7 @@ func New(svc session.Service, opts Options) *Server {
 		})
 	s.addTools()
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: uriPrefix + "{+id}", Name: "session",
-		MIMEType: "text/plain", Description: "A session's output (text view), by id or name: any session the tools can name, also one of the CLI or on a host (ptyhub://session/ssh://box:4). resources/list lists the sessions this ptyhub mcp runs (with --keep: those of the ptyhub server, the CLI's included)"}, s.res.read)
+		MIMEType: "text/plain", Description: "A session's output (text view), by id or name: any session the tools can name, also one of the CLI or on a host (ptyhub://session/ssh://box:4). resources/list lists this agent's sessions, those of the ptyhub server (the CLI's) and those on every host this agent used; each one's description says whose it is"}, s.res.read)
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: uriPrefix + "{+id}" + screenSuffix, Name: "session-screen",
 		MIMEType: "text/plain", Description: "A session's terminal screen, by id or name (also HOST:ID)"}, s.res.read)
 	s.mcp.AddReceivingMiddleware(s.explainArgumentErrors)

@@ -1,12 +1,15 @@
 package remote
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ptyhub/ptyhub/route"
 )
 
 func env(kv ...string) func(string) string {
@@ -123,7 +126,8 @@ func TestSplitCommand(t *testing.T) {
 // Ids route by the host before their last ':'; an id whose prefix names no host is this
 // machine's (a session name may hold a ':').
 func TestRoute(t *testing.T) {
-	m := &Multi{Local: nil, Options: Options{Getenv: env()}}
+	h := &Hosts{Options: Options{Getenv: env()}}
+	r := &route.Router{Host: h.Host}
 	cases := []struct{ id, host, rest string }{
 		{"3", "", "3"},
 		{"ssh://me@box:2222:3", "ssh://me@box:2222", "3"},
@@ -132,7 +136,11 @@ func TestRoute(t *testing.T) {
 		{":x", "", ":x"},
 	}
 	for _, c := range cases {
-		_, host, rest := m.route(c.id)
+		m, rest, _ := r.Locate(context.Background(), c.id)
+		host := ""
+		if m != nil {
+			host = m.Prefix
+		}
 		if host != c.host || rest != c.rest {
 			t.Errorf("route(%q) = %q, %q; want %q, %q", c.id, host, rest, c.host, c.rest)
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ptyhub/ptyhub/route"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -76,16 +78,16 @@ func ListenHost(mgr *session.Manager, opts Options) (*Server, error) {
 // suspended) must not hold up `ptyhub ls` for long.
 const hostHandshake = 2 * time.Second
 
-// hostCallTimeout bounds one call to a host on behalf of a listing or a lookup.
+// hostCallTimeout bounds one call to a host on behalf of a status.
 const hostCallTimeout = 5 * time.Second
 
-// hostSet is the server's view of the session hosts next to its socket: one connection
-// to each, made when first needed and made again after it dropped.
+// hostSet is the server's view of the session hosts next to its socket: one route.Peer
+// to each (a connection made when first needed and made again after it dropped).
 type hostSet struct {
 	socket string // the server's socket
 
 	mu    sync.Mutex
-	conns map[string]*Client // host socket → connection
+	peers map[string]*route.Peer // host socket → its peer
 }
 
 // hostPID returns the pid in a host socket's name (0: not a host socket of socket).
@@ -101,9 +103,9 @@ func hostPID(socket, path string) int {
 	return pid
 }
 
-// members returns a connection to every host that answers, in pid order, and warnings
-// about those that did not. A socket whose process is gone is removed.
-func (h *hostSet) members(ctx context.Context) ([]Member, []string) {
+// members returns a peer for every host socket next to the server's, in pid order (a
+// route.Router's Members). A peer whose process is gone removes its socket when dialled.
+func (h *hostSet) members(context.Context) ([]route.Member, []string) {
 	dir := filepath.Dir(h.socket)
 	ents, _ := os.ReadDir(dir)
 	type found struct {
@@ -119,84 +121,49 @@ func (h *hostSet) members(ctx context.Context) ([]Member, []string) {
 	}
 	sort.Slice(socks, func(i, j int) bool { return socks[i].pid < socks[j].pid })
 	h.mu.Lock()
-	if h.conns == nil {
-		h.conns = map[string]*Client{}
+	defer h.mu.Unlock()
+	if h.peers == nil {
+		h.peers = map[string]*route.Peer{}
 	}
 	live := map[string]bool{}
+	var ms []route.Member
 	for _, s := range socks {
 		live[s.path] = true
+		p := h.peers[s.path]
+		if p == nil {
+			p = hostPeer(s.path, s.pid)
+			h.peers[s.path] = p
+		}
+		ms = append(ms, route.Member{Name: p.Name, Svc: p})
 	}
-	for path, c := range h.conns { // hosts that went away
+	for path, p := range h.peers { // hosts that went away
 		if !live[path] {
-			delete(h.conns, path)
-			go c.Abandon()
+			delete(h.peers, path)
+			go p.Abandon()
 		}
 	}
-	h.mu.Unlock()
-	out := make([]Member, len(socks))
-	warns := make([]string, len(socks))
-	var wg sync.WaitGroup
-	for i, s := range socks {
-		wg.Go(func() {
-			c, err := h.conn(ctx, s.path)
-			name := fmt.Sprintf("ptyhub mcp (pid %d)", s.pid)
-			if err != nil {
-				if syscall.Kill(s.pid, 0) == syscall.ESRCH {
-					os.Remove(s.path) // left by a process that died
-					return
-				}
-				warns[i] = fmt.Sprintf("%s hosts sessions that cannot be listed: %v", name, err)
-				return
-			}
-			out[i] = Member{Name: name, Svc: c}
-		})
-	}
-	wg.Wait()
-	var ms []Member
-	for _, m := range out {
-		if m.Svc != nil {
-			ms = append(ms, m)
-		}
-	}
-	var ws []string
-	for _, w := range warns {
-		if w != "" {
-			ws = append(ws, w)
-		}
-	}
-	return ms, ws
+	return ms, nil
 }
 
-// conn returns the connection to the host at path, dialling it when there is none or it
-// dropped.
-func (h *hostSet) conn(ctx context.Context, path string) (*Client, error) {
-	h.mu.Lock()
-	c := h.conns[path]
-	h.mu.Unlock()
-	if c != nil {
-		select {
-		case <-c.Done():
-		default:
-			return c, nil
+// hostPeer is the peer of the host socket at path, served by process pid.
+func hostPeer(path string, pid int) *route.Peer {
+	name := fmt.Sprintf("ptyhub mcp (pid %d)", pid)
+	dial := func(ctx context.Context) (route.Conn, error) {
+		c, err := dialHost(ctx, path)
+		if err != nil {
+			if syscall.Kill(pid, 0) == syscall.ESRCH {
+				os.Remove(path) // left by a process that died
+			}
+			return nil, fmt.Errorf("hosts sessions that cannot be listed: %w", err)
 		}
+		return c, nil
 	}
-	c, err := dialHost(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if old := h.conns[path]; old != nil && old != c {
-		select {
-		case <-old.Done():
-		default: // another call dialled it meanwhile: keep that one
-			go c.Abandon()
-			return old, nil
-		}
-	}
-	h.conns[path] = c
-	return c, nil
+	return &route.Peer{Name: name, Dial: dial, Look: dial, Lost: lost,
+		Raw: func(ctx context.Context) (net.Conn, error) { return dialHostSocket(ctx, path) }}
 }
+
+// lost reports whether err says a client's connection dropped during a call.
+func lost(err error) bool { return errors.Is(err, ErrConnLost) }
 
 // dialHost connects to a host socket as a service client (no sessions of its own there).
 func dialHost(ctx context.Context, path string) (*Client, error) {
@@ -234,62 +201,12 @@ func dialHostSocket(ctx context.Context, path string) (*net.UnixConn, error) {
 // close ends every host connection.
 func (h *hostSet) close() {
 	h.mu.Lock()
-	conns := h.conns
-	h.conns = nil
+	peers := h.peers
+	h.peers = nil
 	h.mu.Unlock()
-	for _, c := range conns {
-		c.Abandon()
+	for _, p := range peers {
+		p.Abandon()
 	}
-}
-
-// locate returns the first of members that has session id (a short id, UUID prefix or
-// name): nil when none has it, an error when it names different sessions in several (a
-// name two agents gave). One session seen through two members (a host's session as the
-// server lists it) is one session.
-func locate(ctx context.Context, members []Member, id string) (*Member, error) {
-	id = strings.TrimSpace(id)
-	if id == "" {
-		return nil, nil
-	}
-	hits := make([]string, len(members)) // the UUID each member has under id
-	for i, a := range listEach(ctx, members) {
-		if a.err != nil {
-			continue
-		}
-		for _, in := range a.r.Sessions {
-			if sessionIs(in, id) {
-				hits[i] = in.UUID
-				break
-			}
-		}
-	}
-	var first *Member
-	var names []string
-	uuids := map[string]bool{}
-	for i, u := range hits {
-		if u == "" {
-			continue
-		}
-		if first == nil {
-			first = &members[i]
-		}
-		if !uuids[u] {
-			uuids[u] = true
-			names = append(names, members[i].Name)
-		}
-	}
-	if len(uuids) > 1 {
-		return nil, fmt.Errorf("%w: %q names sessions of %s; use the session's short id", session.ErrInvalid, id, strings.Join(names, " and "))
-	}
-	return first, nil
-}
-
-// sessionIs reports whether id (a short id, a UUID or unique prefix, or a name) names in.
-func sessionIs(in session.Info, id string) bool {
-	if _, err := strconv.Atoi(id); err == nil {
-		return in.SessionID == id
-	}
-	return in.Name == id || strings.HasPrefix(in.UUID, strings.ToLower(id))
 }
 
 // hostStatuses asks every host for its status (each within hostCallTimeout).
@@ -301,15 +218,14 @@ func (s *Server) hostStatuses(ctx context.Context) []Status {
 	out := make([]*Status, len(members))
 	var wg sync.WaitGroup
 	for i, m := range members {
-		c, ok := m.Svc.(*Client)
-		if !ok {
-			continue
-		}
 		wg.Go(func() {
 			sctx, cancel := context.WithTimeout(ctx, hostCallTimeout)
 			defer cancel()
-			if st, err := c.Status(sctx); err == nil {
-				out[i] = st
+			c, err := m.Svc.(*route.Peer).Client(sctx)
+			if cl, ok := c.(*Client); ok && err == nil {
+				if st, err := cl.Status(sctx); err == nil {
+					out[i] = st
+				}
 			}
 		})
 	}
@@ -323,28 +239,52 @@ func (s *Server) hostStatuses(ctx context.Context) []Status {
 	return sts
 }
 
-// relay serves a connection whose hello (hf) names session id, which this server does
-// not have, by the host that has it: it dials the host, sends it the same hello and
-// copies frames both ways until either side ends. It reports false (having done
-// nothing) when no host has the session.
-func (s *Server) relay(c *net.UnixConn, hf *frame, id string) bool {
-	if s.hosts == nil {
-		return false
+// router returns what a connection whose own client is local serves: local's sessions,
+// then those of the processes (and hosts) the server reaches (route.Router).
+func (s *Server) router(local session.Service) *route.Router {
+	r := &route.Router{Local: local, Host: s.opts.Host, LocalWatch: true}
+	switch {
+	case s.opts.Members != nil:
+		r.Members = s.opts.Members
+	case s.hosts != nil:
+		r.Members = s.hosts.members
 	}
+	return r
+}
+
+// relay serves a connection whose hello (hf, decoded as h) names session id, which this
+// server does not have, by the process or host that has it: it opens a connection of its
+// own there (route.Peer.Raw), sends it the same hello (naming the session by its id
+// there) and copies frames both ways until either side ends. It reports false (having
+// done nothing) when nobody has the session.
+func (s *Server) relay(c *net.UnixConn, hf *frame, id string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), hostCallTimeout)
-	members, _ := s.hosts.members(ctx)
-	m, err := locate(ctx, members, id)
-	cancel()
+	defer cancel()
+	m, there, err := s.router(nil).Locate(ctx, id)
 	if err != nil || m == nil {
 		return false
 	}
-	hc, ok := m.Svc.(*Client)
-	if !ok {
+	p, ok := m.Svc.(*route.Peer)
+	if !ok || p.Raw == nil {
 		return false
 	}
-	dctx, cancel := context.WithTimeout(context.Background(), hostHandshake)
-	up, err := dialHostSocket(dctx, hc.c.RemoteAddr().String())
-	cancel()
+	if there != id {
+		var h hello
+		if json.Unmarshal(hf.Body, &h) != nil {
+			return false
+		}
+		if h.Logs != nil {
+			h.Logs.ID = there
+		} else {
+			h.Session = there
+		}
+		body, err := json.Marshal(h)
+		if err != nil {
+			return false
+		}
+		hf = &frame{ID: hf.ID, Op: hf.Op, Body: body}
+	}
+	up, err := p.Raw(ctx)
 	if err != nil {
 		return false
 	}

@@ -190,7 +190,7 @@ func startWeb(svc session.Service, _ context.Context, req webBody) (*webReply, e
 }
 
 // connService is what one service connection's requests run on: the sessions it sees
-// (its session.Client, or the federation over it) and the server's own operations.
+// (its session.Client, or the router over it) and the server's own operations.
 type connService struct {
 	session.Service
 	s *Server
@@ -217,4 +217,13 @@ func (c connService) startWeb(listen string) (string, error) {
 		return "", errors.New("this ptyhub server has no web view")
 	}
 	return c.s.opts.Web.Start(listen)
+}
+
+// askHuman hands ask to svc when it can ask for a person (session.Asker).
+func askHuman(svc session.Service, ctx context.Context, req session.AskRequest) (*session.AskResult, error) {
+	a, ok := svc.(session.Asker)
+	if !ok {
+		return nil, fmt.Errorf("%w: this ptyhub cannot ask for a person", session.ErrInvalid)
+	}
+	return a.AskHuman(ctx, req)
 }

@@ -27,6 +27,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ptyhub/ptyhub/route"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -62,6 +63,11 @@ type Options struct {
 	// Web is the browser view the server starts when a client asks (ptyhub web) and
 	// closes when Serve returns (nil: the server has none).
 	Web WebView
+	// Members and Host are what every connection reaches beyond the manager's sessions
+	// (a route.Router's). Listen's default Members are the session hosts next to its
+	// socket; a ptyhub mcp's ListenHost passes the hosts its agent reaches.
+	Members func(ctx context.Context) ([]route.Member, []string)
+	Host    func(name string) (route.Member, error)
 }
 
 // WebView is a browser view of the server's sessions (package web).
@@ -487,10 +493,7 @@ func (s *Server) serveService(c *net.UnixConn, h hello, w *Welcome) {
 		client, _ = s.mgr.NewPoolClient(h.Name, cliPool, caller)
 	}
 	// The connection sees the sessions of the processes that host their own too.
-	var svc session.Service = client
-	if s.hosts != nil {
-		svc = &Federation{Local: client, Others: s.hosts.members}
-	}
+	svc := s.router(client)
 	keep := !h.Own
 	s.serveRequests(c, out, connService{Service: svc, s: s}, func(k bool) {
 		keep = keep || k

@@ -65,6 +65,9 @@ type WatchSession struct {
 	Name      string `json:"name,omitempty"`
 	Command   string `json:"command"`
 	State     string `json:"state"`
+	// Where names the process or host it runs in, when not the one asked (a router's
+	// member: "the ptyhub server", "host ssh://box").
+	Where string `json:"where,omitempty"`
 }
 
 // watchChange is one entry of the manager's change log: the session (by id, so the log

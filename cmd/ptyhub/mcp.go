@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ptyhub/ptyhub/mcpserver"
 	"github.com/ptyhub/ptyhub/remote"
+	"github.com/ptyhub/ptyhub/route"
 	"github.com/ptyhub/ptyhub/server"
 	"github.com/ptyhub/ptyhub/session"
 )
@@ -128,15 +128,15 @@ func runMCPClient(ctx context.Context, socket *target, keep bool, caller *sessio
 		return exitError
 	}
 	log.Debug("serving MCP on stdio", "server_pid", client.ServerPID())
-	multi, err := agentHosts(ctx, client, socket)
+	hosts, router, err := agentRouter(ctx, client, socket)
 	if err != nil {
 		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", err)
 		client.Close(ctx, false)
 		return exitUsage
 	}
 	// The servers end this client's sessions (unless keep) before answering the close.
-	return serveMCP(ctx, multi, webURL(socket.socket), stdin, stdout, stderr, log, func(cctx context.Context) {
-		if err := multi.Close(cctx, keep); err != nil {
+	return serveMCP(ctx, router, webURL(socket.socket), stdin, stdout, stderr, log, func(cctx context.Context) {
+		if err := hosts.Close(cctx, keep); err != nil {
 			log.Warn("closing the host connections", "error", err)
 		}
 		if err := client.Close(cctx, keep); err != nil {
@@ -146,16 +146,24 @@ func runMCPClient(ctx context.Context, socket *target, keep bool, caller *sessio
 }
 
 // runMCPHosted serves MCP with the sessions in this process, served to the CLI on a host
-// socket next to the per-user server's (server.ListenHost); the tools also reach the
-// sessions of that server and of other hosts (server.Federation). Sessions end when
-// ptyhub mcp exits. When the host socket cannot be made, the sessions go to the server
+// socket next to the per-user server's (server.ListenHost, which also shows the hosts
+// the agent uses); the tools also reach the sessions of that server (and through it of
+// the other agents) and of other hosts (route.Router). Sessions end when ptyhub mcp
+// exits. When the host socket cannot be made, the sessions go to the server
 // (runMCPClient).
 func runMCPHosted(ctx context.Context, socket *target, caller *session.Caller, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) int {
+	hosts, err := agentHosts(ctx, socket)
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", err)
+		return exitUsage
+	}
 	mgr, code := agentManager(log, stderr, spareIDFile(socket.socket))
 	if mgr == nil {
 		return code
 	}
-	host, err := server.ListenHost(mgr, server.Options{Socket: socket.socket, Logger: log, Version: version()})
+	seen := hosts.Seen()
+	host, err := server.ListenHost(mgr, server.Options{Socket: socket.socket, Logger: log, Version: version(),
+		Members: seen.Members, Host: seen.Host})
 	var refused *server.RefusedError
 	if errors.As(err, &refused) {
 		// The socket directory is, or could be, another user's: the server's socket in
@@ -182,18 +190,14 @@ func runMCPHosted(ctx context.Context, socket *target, caller *session.Caller, s
 		return exitError
 	}
 	log.Debug("serving MCP on stdio", "host_socket", host.Path())
-	user := &userServer{socket: socket.socket}
-	fed := &server.Federation{Local: client, Others: user.members}
-	multi, err := agentHosts(ctx, fed, socket)
-	if err != nil {
-		fmt.Fprintf(stderr, "ptyhub mcp: %s\n", err)
-		stopHost()
-		<-hostDone
-		mgr.Close(context.Background())
-		return exitUsage
-	}
-	return serveMCP(ctx, multi, webURL(socket.socket), stdin, stdout, stderr, log, func(cctx context.Context) {
-		if err := multi.Close(cctx, false); err != nil {
+	user := userServer(socket.socket)
+	router := &route.Router{Local: client, Host: hosts.Host, DefaultHost: socket.hostSpec(ctx),
+		Members: func(ctx context.Context) ([]route.Member, []string) {
+			ms, warns := hosts.Members(ctx)
+			return append([]route.Member{{Name: user.Name, Svc: user}}, ms...), warns
+		}}
+	return serveMCP(ctx, router, webURL(socket.socket), stdin, stdout, stderr, log, func(cctx context.Context) {
+		if err := hosts.Close(cctx, false); err != nil {
 			log.Warn("closing the host connections", "error", err)
 		}
 		if err := client.Close(cctx, false); err != nil {
@@ -201,7 +205,8 @@ func runMCPHosted(ctx context.Context, socket *target, caller *session.Caller, s
 		}
 		stopHost()
 		<-hostDone
-		user.close()
+		seen.Close(cctx, false)
+		user.Abandon()
 		if err := mgr.Close(cctx); err != nil {
 			log.Warn("closing the session manager", "error", err)
 		}
@@ -228,20 +233,27 @@ func agentManager(log *slog.Logger, stderr io.Writer, spareIDs string) (*session
 	return mgr, 0
 }
 
-// agentHosts routes an agent's calls over local (this machine) and the other machines
-// it names (exec_command's host, or socket's --host / $PTYHUB_HOST as the default). Other
-// hosts are reached on first use, each over one connection that this client owns under
-// one token, so a dropped connection gives its sessions a grace period. An unusable
-// default host is an error.
-func agentHosts(ctx context.Context, local session.Service, socket *target) (*remote.Multi, error) {
-	multi := &remote.Multi{Local: local, DefaultHost: socket.hostSpec(ctx),
-		Options: remote.Options{Name: "mcp", Own: true, Token: remote.NewToken()}}
-	if multi.DefaultHost != "" {
-		if _, err := remote.Resolve(multi.DefaultHost, nil); err != nil {
+// agentHosts returns the other machines an agent names (exec_command's host, or
+// socket's --host / $PTYHUB_HOST as the default), each reached on first use over one
+// connection that this client owns under one token, so a dropped connection gives its
+// sessions a grace period. An unusable default host is an error.
+func agentHosts(ctx context.Context, socket *target) (*remote.Hosts, error) {
+	if h := socket.hostSpec(ctx); h != "" {
+		if _, err := remote.Resolve(h, nil); err != nil {
 			return nil, fmt.Errorf("--host: %s", oneLine(err.Error()))
 		}
 	}
-	return multi, nil
+	return &remote.Hosts{Options: remote.Options{Name: "mcp", Own: true, Token: remote.NewToken()}}, nil
+}
+
+// agentRouter routes an agent's calls over local (this machine) and the hosts it names.
+func agentRouter(ctx context.Context, local session.Service, socket *target) (*remote.Hosts, *route.Router, error) {
+	hosts, err := agentHosts(ctx, socket)
+	if err != nil {
+		return nil, nil, err
+	}
+	return hosts, &route.Router{Local: local, Host: hosts.Host, Members: hosts.Members, DefaultHost: socket.hostSpec(ctx),
+		LocalName: "the ptyhub server"}, nil
 }
 
 // webURL returns a function that starts the browser view in the per-user server on
@@ -257,45 +269,22 @@ func webURL(socket string) func(context.Context) (string, error) {
 	}
 }
 
-// userServer is the per-user server as a member of a hosting ptyhub mcp's federation:
+// userServer is the per-user server as a member of a hosting ptyhub mcp's router:
 // connected (and started) when the agent first names a session this process does not
-// have, or lists the sessions.
-type userServer struct {
-	socket string
-
-	mu sync.Mutex
-	c  *server.Client
-}
-
-// members returns the server, connected, or a warning saying why it is not.
-func (u *userServer) members(ctx context.Context) ([]server.Member, []string) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.c != nil {
-		select {
-		case <-u.c.Done():
-			u.c = nil
-		default:
+// have, or lists the sessions; a watch of the sessions connects only to a server that
+// runs.
+func userServer(socket string) *route.Peer {
+	dial := func(start bool) func(ctx context.Context) (route.Conn, error) {
+		return func(ctx context.Context) (route.Conn, error) {
+			c, err := server.Dial(ctx, server.DialOptions{Socket: socket, AutoStart: start, Name: "mcp", Warn: noteOnce})
+			if err != nil {
+				return nil, errors.New(oneLine(err.Error()))
+			}
+			return c, nil
 		}
 	}
-	if u.c == nil {
-		c, err := dial(ctx, &target{socket: u.socket, local: true}, "mcp", false, nil)
-		if err != nil {
-			return nil, []string{"the ptyhub server: " + oneLine(err.Error())}
-		}
-		u.c = c
-	}
-	return []server.Member{{Name: "the ptyhub server", Svc: u.c}}, nil
-}
-
-// close ends the connection, if one was made.
-func (u *userServer) close() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.c != nil {
-		u.c.Abandon()
-		u.c = nil
-	}
+	return &route.Peer{Name: "the ptyhub server", Dial: dial(true), Look: dial(false),
+		Lost: func(err error) bool { return errors.Is(err, server.ErrConnLost) }}
 }
 
 // maxSessionsEnv is $PTYHUB_MAX_SESSIONS (0 when unset: the default).

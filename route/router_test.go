@@ -1,4 +1,4 @@
-package server
+package route
 
 import (
 	"context"
@@ -24,7 +24,7 @@ type fedService struct {
 }
 
 func (f *fedService) has(id string) bool {
-	return slices.ContainsFunc(f.sessions, func(in session.Info) bool { return sessionIs(in, id) })
+	return slices.ContainsFunc(f.sessions, func(in session.Info) bool { return SessionIs(in, id) })
 }
 
 func (f *fedService) notFound(id string) error {
@@ -83,7 +83,7 @@ func (f *fedService) Watch(context.Context, session.WatchRequest) (*session.Watc
 	return &session.WatchResult{}, nil
 }
 
-func TestFederationRoutes(t *testing.T) {
+func TestRouterFindsOwner(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	local := &fedService{name: "local", sessions: []session.Info{{SessionID: "1", UUID: "aaaa", Name: "mine"}}}
@@ -91,7 +91,7 @@ func TestFederationRoutes(t *testing.T) {
 	host := &fedService{name: "host", sessions: []session.Info{{SessionID: "7", UUID: "bbbb", Name: "dev"}}}
 	srv := &fedService{name: "server", sessions: []session.Info{{SessionID: "9", UUID: "cccc", Name: "dev2"}, {SessionID: "7", UUID: "bbbb", Name: "dev"}}}
 	other := &fedService{name: "other", sessions: []session.Info{{SessionID: "12", UUID: "dddd", Name: "dev"}}}
-	f := &Federation{Local: local, Others: func(context.Context) ([]Member, []string) {
+	f := &Router{Local: local, Members: func(context.Context) ([]Member, []string) {
 		return []Member{{Name: "host", Svc: host}, {Name: "the server", Svc: srv}}, []string{"a host that did not answer"}
 	}}
 
@@ -115,7 +115,7 @@ func TestFederationRoutes(t *testing.T) {
 		t.Errorf("resize of an unknown session: %v", err)
 	}
 	// One name, two sessions in two processes: ambiguous, nothing written.
-	f2 := &Federation{Local: local, Others: func(context.Context) ([]Member, []string) {
+	f2 := &Router{Local: local, Members: func(context.Context) ([]Member, []string) {
 		return []Member{{Name: "host", Svc: host}, {Name: "other", Svc: other}}, nil
 	}}
 	if _, err := f2.Write(ctx, session.WriteRequest{SessionID: "dev"}); !errors.Is(err, session.ErrInvalid) {
@@ -141,7 +141,7 @@ func TestFederationRoutes(t *testing.T) {
 	}
 }
 
-func TestFederationWaitAcrossProcesses(t *testing.T) {
+func TestRouterWaitAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	local := &fedService{name: "local", sessions: []session.Info{{SessionID: "1", UUID: "aaaa"}}}
@@ -149,7 +149,7 @@ func TestFederationWaitAcrossProcesses(t *testing.T) {
 		wait: func(r session.WaitRequest) (*session.WaitResult, error) {
 			return &session.WaitResult{Result: session.Result{SessionID: r.SessionIDs[0], ReturnedBecause: session.BecauseExit}}, nil
 		}}
-	f := &Federation{Local: local, Others: func(context.Context) ([]Member, []string) {
+	f := &Router{Local: local, Members: func(context.Context) ([]Member, []string) {
 		return []Member{{Name: "host", Svc: host}}, nil
 	}}
 	r, err := f.Wait(ctx, session.WaitRequest{SessionIDs: []string{"1", "7"}})
@@ -158,5 +158,87 @@ func TestFederationWaitAcrossProcesses(t *testing.T) {
 	}
 	if _, err := f.Wait(ctx, session.WaitRequest{SessionIDs: []string{"1", "404"}}); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("wait naming an unknown session: %v", err)
+	}
+}
+
+// watchService is a fedService whose Watch follows a generation the test moves.
+type watchService struct {
+	fedService
+	mu       sync.Mutex
+	gen      uint64
+	sessions []session.WatchSession
+	fail     error
+	moved    chan struct{}
+}
+
+func newWatchService(ss ...session.WatchSession) *watchService {
+	return &watchService{gen: 1, sessions: ss, moved: make(chan struct{})}
+}
+
+// set replaces the sessions and moves the generation.
+func (w *watchService) set(fail error, ss ...session.WatchSession) {
+	w.mu.Lock()
+	w.gen++
+	w.sessions, w.fail = ss, fail
+	close(w.moved)
+	w.moved = make(chan struct{})
+	w.mu.Unlock()
+}
+
+func (w *watchService) Watch(ctx context.Context, req session.WatchRequest) (*session.WatchResult, error) {
+	w.mu.Lock()
+	gen, moved, fail := w.gen, w.moved, w.fail
+	w.mu.Unlock()
+	if gen == req.Since {
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fail != nil || fail != nil {
+		return nil, w.fail
+	}
+	return &session.WatchResult{Generation: w.gen, Events: []session.WatchEvent{}, Sessions: slices.Clone(w.sessions)}, nil
+}
+
+// Watch covers Local and a host: the first answer lists both (the host's ids with its
+// prefix, each saying whose); a change on the host comes back as a change, with its
+// prefix; a host that stops answering has its sessions removed.
+func TestRouterWatchEveryMember(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	local := newWatchService(session.WatchSession{SessionID: "1", State: session.StateRunning})
+	host := newWatchService(session.WatchSession{SessionID: "3", State: session.StateRunning})
+	box := Member{Name: "host box", Prefix: "box", Svc: host}
+	r := &Router{Local: local,
+		Host:    func(name string) (Member, error) { return box, nil },
+		Members: func(context.Context) ([]Member, []string) { return []Member{box}, nil }}
+	first, err := r.Watch(ctx, session.WatchRequest{Since: ^uint64(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []session.WatchSession{{SessionID: "1", State: session.StateRunning}, {SessionID: "box:3", State: session.StateRunning, Where: "host box"}}
+	if first.Delta || !slices.Equal(first.Sessions, want) {
+		t.Fatalf("first watch: delta %v, sessions %+v; want %+v", first.Delta, first.Sessions, want)
+	}
+	go host.set(nil, session.WatchSession{SessionID: "3", State: session.StateExited})
+	next, err := r.Watch(ctx, session.WatchRequest{Since: first.Generation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []session.WatchSession{{SessionID: "box:3", State: session.StateExited, Where: "host box"}}
+	if next.Generation == first.Generation || !slices.Equal(next.Sessions, want) {
+		t.Fatalf("after the host's session ended: generation %d (was %d), sessions %+v; want %+v", next.Generation, first.Generation, next.Sessions, want)
+	}
+	go host.set(errors.New("connection lost"))
+	gone, err := r.Watch(ctx, session.WatchRequest{Since: next.Generation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !gone.Delta || !slices.Equal(gone.Removed, []string{"box:3"}) {
+		t.Fatalf("after the host stopped answering: delta %v, removed %v; want box:3 removed", gone.Delta, gone.Removed)
 	}
 }

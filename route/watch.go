@@ -1,0 +1,255 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"time"
+
+	"github.com/ptyhub/ptyhub/session"
+)
+
+// Watching every member: Watch runs on Local and on each member at once, each from the
+// generation it last answered with, and returns at the first news. The generation the
+// Router hands out stands for one generation per member (and the sessions each had
+// then, so a member that goes away or stops answering has its sessions removed); it
+// keeps the last watchKept of them.
+
+// watchKept is how many generations a Router remembers; a watcher further behind gets
+// the whole list again.
+const watchKept = 8
+
+// watchRetry is how soon a Watch returns, with whatever it has, after a member failed to
+// answer, so that the member is asked again (a server that was not running yet).
+const watchRetry = 3 * time.Second
+
+// watchState is what a Router remembers of its watchers' generations.
+type watchState struct {
+	gen  uint64
+	kept []watchGen // newest last
+}
+
+// watchGen is one generation handed out: each member's generation and sessions then.
+type watchGen struct {
+	gen uint64
+	of  map[string]memberGen // by member name ("" is Local)
+}
+
+type memberGen struct {
+	gen    uint64
+	prefix string
+	ids    map[string]bool // its sessions' ids there
+}
+
+// at returns what generation since stands for (nil: none this Router handed out).
+func (w *watchState) at(since uint64) map[string]memberGen {
+	for _, g := range w.kept {
+		if g.gen == since {
+			return g.of
+		}
+	}
+	return nil
+}
+
+// add records a new generation and returns it.
+func (w *watchState) add(of map[string]memberGen) uint64 {
+	w.gen++
+	if len(w.kept) >= watchKept {
+		w.kept = w.kept[1:]
+	}
+	w.kept = append(w.kept, watchGen{gen: w.gen, of: of})
+	return w.gen
+}
+
+// Watch implements session.Service over Local and every member (with LocalWatch, Local
+// alone). Sessions of members carry their member's name in Where and, on hosts, their
+// prefix.
+func (r *Router) Watch(ctx context.Context, req session.WatchRequest) (*session.WatchResult, error) {
+	all := []Member{{Name: r.LocalName, Svc: r.Local}}
+	if !r.LocalWatch {
+		members, _ := r.members(ctx)
+		all = append(all, members...)
+	}
+	r.mu.Lock()
+	base := r.watch.at(req.Since)
+	if r.hostsMoved == nil {
+		r.hostsMoved = make(chan struct{})
+	}
+	moved := r.hostsMoved
+	r.mu.Unlock()
+	subs := make([]session.WatchRequest, len(all))
+	for i, m := range all {
+		subs[i].Since = ^uint64(0) // unknown: answers at once with every session
+		if b, ok := base[m.Name]; ok {
+			subs[i].Since = b.gen
+		}
+	}
+	place := func(id string, f func(sub *session.WatchRequest, id string)) {
+		if h, rest, ok := r.byPrefix(id); ok {
+			for i, m := range all {
+				if m.Prefix == h.Prefix {
+					f(&subs[i], rest)
+				}
+			}
+			return
+		}
+		for i, m := range all {
+			if m.Prefix == "" {
+				f(&subs[i], id)
+			}
+		}
+	}
+	for _, id := range req.SessionIDs {
+		place(id, func(s *session.WatchRequest, id string) { s.SessionIDs = append(s.SessionIDs, id) })
+	}
+	for _, id := range req.Waiting {
+		place(id, func(s *session.WatchRequest, id string) { s.Waiting = append(s.Waiting, id) })
+	}
+	for _, e := range req.Heard {
+		place(e.SessionID, func(s *session.WatchRequest, id string) { e.SessionID = id; s.Heard = append(s.Heard, e) })
+	}
+
+	type answer struct {
+		i   int
+		res *session.WatchResult
+		err error
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answers := make(chan answer, len(all))
+	whole := 0 // members asked for every session: wait for them before returning
+	for i, m := range all {
+		if subs[i].Since == ^uint64(0) {
+			whole++
+		}
+		// One watch per member: owned by this call, ends when wctx does.
+		go func() {
+			res, err := m.Svc.Watch(wctx, subs[i])
+			answers <- answer{i, res, err}
+		}()
+	}
+	got := make([]answer, len(all))
+	var retry <-chan time.Time
+	news := false
+	for left := len(all); left > 0; {
+		select {
+		case a := <-answers:
+			left--
+			got[a.i] = a
+			if subs[a.i].Since == ^uint64(0) {
+				whole--
+			}
+			switch {
+			case a.err == nil:
+				news = news || len(a.res.Events) > 0 || a.res.Generation != subs[a.i].Since
+			case a.i == 0 && wctx.Err() == nil:
+				return nil, a.err // Local failed
+			case wctx.Err() == nil && retry == nil:
+				t := time.NewTimer(watchRetry)
+				defer t.Stop()
+				retry = t.C
+			}
+			if news && whole == 0 {
+				cancel()
+			}
+		case <-retry:
+			cancel()
+		case <-moved:
+			moved = nil
+			cancel()
+		}
+	}
+	if !news {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return r.watchResult(req.Since, base, all, func(i int) (*session.WatchResult, bool) {
+		a := got[i]
+		if a.err != nil && errors.Is(a.err, context.Canceled) {
+			return nil, true // not asked to the end: as it was
+		}
+		return a.res, false
+	}), nil
+}
+
+// watchResult merges the members' answers (answer(i): its result, nil when it failed;
+// kept: it was cancelled, nothing changed there) into one result since generation since,
+// which stands for base.
+func (r *Router) watchResult(since uint64, base map[string]memberGen, all []Member, answer func(int) (*session.WatchResult, bool)) *session.WatchResult {
+	out := &session.WatchResult{Events: []session.WatchEvent{}, Delta: base != nil}
+	now := map[string]memberGen{}
+	changed := base == nil
+	removed := func(prefix string, ids map[string]bool, except []session.WatchSession) {
+		for id := range ids {
+			if !containsSession(except, id) {
+				out.Removed = append(out.Removed, withPrefix(prefix, id))
+				changed = true
+			}
+		}
+	}
+	present := map[string]bool{}
+	for i, m := range all {
+		present[m.Name] = true
+		b, had := base[m.Name]
+		res, kept := answer(i)
+		switch {
+		case kept:
+			if had {
+				now[m.Name] = b
+			}
+			continue
+		case res == nil: // failed: its sessions are out of view until it answers again
+			removed(m.Prefix, b.ids, nil)
+			continue
+		}
+		for _, e := range res.Events {
+			e.SessionID = withPrefix(m.Prefix, e.SessionID)
+			out.Events = append(out.Events, e)
+			changed = true
+		}
+		ids := maps.Clone(b.ids)
+		if ids == nil || !res.Delta && res.Generation != b.gen {
+			removed(m.Prefix, ids, res.Sessions) // a whole list: what it lacks was removed
+			ids = map[string]bool{}
+		}
+		if res.Delta {
+			for _, id := range res.Removed {
+				delete(ids, id)
+				out.Removed = append(out.Removed, withPrefix(m.Prefix, id))
+			}
+		}
+		for _, s := range res.Sessions {
+			ids[s.SessionID] = true
+			s.SessionID = withPrefix(m.Prefix, s.SessionID)
+			if s.Where == "" {
+				s.Where = m.Name
+			}
+			out.Sessions = append(out.Sessions, s)
+		}
+		now[m.Name] = memberGen{gen: res.Generation, prefix: m.Prefix, ids: ids}
+		changed = changed || !had || res.Generation != b.gen
+	}
+	for name, b := range base {
+		if !present[name] { // a member that went away
+			removed(b.prefix, b.ids, nil)
+		}
+	}
+	if !changed {
+		out.Generation = since
+		return out
+	}
+	r.mu.Lock()
+	out.Generation = r.watch.add(now)
+	r.mu.Unlock()
+	return out
+}
+
+func containsSession(ss []session.WatchSession, id string) bool {
+	for _, s := range ss {
+		if s.SessionID == id {
+			return true
+		}
+	}
+	return false
+}
