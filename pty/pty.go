@@ -120,13 +120,13 @@ func (m *Master) ReadHold(p []byte, held *atomic.Bool, idle func()) (int, error)
 // held while the read waits.
 func (m *Master) ReadPooled(pool *BufferPool, held *atomic.Bool, idle func()) (p []byte, n int, err error) {
 	if m.fb != nil {
-		bp := pool.get()
-		n, err = m.fb.read(*bp, held, idle)
+		p = pool.get()
+		n, err = m.fb.read(p, held, idle)
 		if n == 0 {
-			pool.Put(*bp)
+			pool.Put(p)
 			return nil, 0, err
 		}
-		return *bp, n, err
+		return p, n, err
 	}
 	return m.rd.ReadPooled(pool, held, idle)
 }

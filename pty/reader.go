@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 )
 
 // FileReader reads a non-blocking file registered with the netpoller (the master, or the
@@ -21,7 +22,7 @@ type FileReader struct {
 	// The read in progress.
 	p    []byte
 	pool *BufferPool // ReadPooled: p is lent by pool, taken once the file is readable
-	lent *[]byte     // the buffer p is, while lent
+	lent []byte      // the buffer p is, while lent
 	held *atomic.Bool
 	idle func()
 	n    int
@@ -66,27 +67,28 @@ func (r *FileReader) ReadHold(p []byte, held *atomic.Bool, idle func()) (int, er
 }
 
 // A BufferPool lends read buffers of one size to ReadPooled, so a reader parked on a
-// file with nothing to read holds no buffer. It is safe for concurrent use.
+// file with nothing to read holds no buffer. It is safe for concurrent use. Lending and
+// taking back allocate nothing once the pool holds a buffer (it keeps each as a pointer
+// to its first byte).
 type BufferPool struct {
 	size int
 	p    sync.Pool
 }
 
-// NewBufferPool returns a pool of buffers of size bytes.
+// NewBufferPool returns a pool of buffers of size bytes (size > 0).
 func NewBufferPool(size int) *BufferPool {
 	bp := &BufferPool{size: size}
-	bp.p.New = func() any { b := make([]byte, size); return &b }
+	bp.p.New = func() any { return unsafe.SliceData(make([]byte, size)) }
 	return bp
 }
 
-func (bp *BufferPool) get() *[]byte { return bp.p.Get().(*[]byte) }
+func (bp *BufferPool) get() []byte { return unsafe.Slice(bp.p.Get().(*byte), bp.size) }
 
 // Put gives back a buffer ReadPooled returned (nil is ignored). The caller must not use
 // it afterwards.
 func (bp *BufferPool) Put(p []byte) {
 	if cap(p) == bp.size {
-		p = p[:bp.size]
-		bp.p.Put(&p)
+		bp.p.Put(unsafe.SliceData(p))
 	}
 }
 
@@ -98,7 +100,7 @@ func (r *FileReader) ReadPooled(pool *BufferPool, held *atomic.Bool, idle func()
 	r.pool = pool
 	n, err = r.ReadHold(nil, held, idle)
 	if r.lent != nil {
-		p = *r.lent
+		p = r.lent
 		r.lent = nil
 	}
 	r.pool = nil
@@ -113,7 +115,7 @@ func (r *FileReader) ReadPooled(pool *BufferPool, held *atomic.Bool, idle func()
 func (r *FileReader) readStep(fd uintptr) bool {
 	if r.pool != nil && r.lent == nil {
 		r.lent = r.pool.get()
-		r.p = *r.lent
+		r.p = r.lent
 	}
 	for {
 		r.held.Store(true)
@@ -126,7 +128,7 @@ func (r *FileReader) readStep(fd uintptr) bool {
 		r.held.Store(false)
 		if r.lent != nil {
 			// Parking: the buffer goes back until there is something to read.
-			r.pool.Put(*r.lent)
+			r.pool.Put(r.lent)
 			r.lent, r.p = nil, nil
 		}
 		if r.idle != nil {

@@ -125,3 +125,13 @@ func TestMasterPooled(t *testing.T) {
 		t.Fatalf("read %q, want %q", got, "hello")
 	}
 }
+
+// TestBufferPoolNoAllocs: lending a buffer and taking it back allocate nothing once the
+// pool holds one.
+func TestBufferPoolNoAllocs(t *testing.T) {
+	pool := NewBufferPool(4096)
+	pool.Put(pool.get())
+	if n := testing.AllocsPerRun(100, func() { pool.Put(pool.get()) }); n != 0 {
+		t.Fatalf("%v allocations per get and Put, want 0", n)
+	}
+}
