@@ -16,16 +16,22 @@ type Reader struct {
 	buf []byte
 }
 
-// read reads a small /proc file into the scratch buffer.
+// read reads a small /proc file (up to 4 KiB) into the scratch buffer. The buffer starts
+// at 512 bytes, which holds the stat, syscall and schedstat files, and grows to 4 KiB
+// only for a file that fills it: a Reader kept per session costs little while idle.
 func (r *Reader) read(path string) ([]byte, bool) {
 	if r.buf == nil {
-		r.buf = make([]byte, 4096)
+		r.buf = make([]byte, 512)
 	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, false
 	}
-	n, err := unix.Read(fd, r.buf)
+	n, err := unix.Pread(fd, r.buf, 0)
+	if err == nil && n == len(r.buf) && len(r.buf) < 4096 {
+		r.buf = make([]byte, 4096)
+		n, err = unix.Pread(fd, r.buf, 0)
+	}
 	unix.Close(fd)
 	if err != nil || n <= 0 {
 		return nil, false

@@ -114,6 +114,23 @@ func (m *Master) ReadHold(p []byte, held *atomic.Bool, idle func()) (int, error)
 	return m.rd.ReadHold(p, held, idle)
 }
 
+// ReadPooled is ReadHold into a buffer lent by pool (see FileReader.ReadPooled): an idle
+// reader holds no buffer. It returns the buffer read into (nil when n is 0); the caller
+// gives it back with pool.Put once done with p[:n]. On the poll(2) fallback the buffer is
+// held while the read waits.
+func (m *Master) ReadPooled(pool *BufferPool, held *atomic.Bool, idle func()) (p []byte, n int, err error) {
+	if m.fb != nil {
+		p = pool.get()
+		n, err = m.fb.read(p, held, idle)
+		if n == 0 {
+			pool.Put(p)
+			return nil, 0, err
+		}
+		return p, n, err
+	}
+	return m.rd.ReadPooled(pool, held, idle)
+}
+
 // SetReadDeadline sets the deadline for pending and future Reads; the zero time clears
 // it. A Read blocked when the deadline passes returns os.ErrDeadlineExceeded.
 func (m *Master) SetReadDeadline(t time.Time) error {

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 )
 
 // FileReader reads a non-blocking file registered with the netpoller (the master, or the
@@ -19,6 +21,8 @@ type FileReader struct {
 
 	// The read in progress.
 	p    []byte
+	pool *BufferPool // ReadPooled: p is lent by pool, taken once the file is readable
+	lent []byte      // the buffer p is, while lent
 	held *atomic.Bool
 	idle func()
 	n    int
@@ -55,15 +59,64 @@ func (r *FileReader) ReadHold(p []byte, held *atomic.Bool, idle func()) (int, er
 	case rerr != nil:
 		held.Store(false)
 		return n, EOF(rerr)
-	case n == 0 && len(p) > 0:
+	case n == 0 && (len(p) > 0 || r.pool != nil):
 		held.Store(false)
 		return 0, io.EOF
 	}
 	return n, nil
 }
 
+// A BufferPool lends read buffers of one size to ReadPooled, so a reader parked on a
+// file with nothing to read holds no buffer. It is safe for concurrent use. Lending and
+// taking back allocate nothing once the pool holds a buffer (it keeps each as a pointer
+// to its first byte).
+type BufferPool struct {
+	size int
+	p    sync.Pool
+}
+
+// NewBufferPool returns a pool of buffers of size bytes (size > 0).
+func NewBufferPool(size int) *BufferPool {
+	bp := &BufferPool{size: size}
+	bp.p.New = func() any { return unsafe.SliceData(make([]byte, size)) }
+	return bp
+}
+
+func (bp *BufferPool) get() []byte { return unsafe.Slice(bp.p.Get().(*byte), bp.size) }
+
+// Put gives back a buffer ReadPooled returned (nil is ignored). The caller must not use
+// it afterwards.
+func (bp *BufferPool) Put(p []byte) {
+	if cap(p) == bp.size {
+		bp.p.Put(unsafe.SliceData(p))
+	}
+}
+
+// ReadPooled is ReadHold into a buffer lent by pool: the buffer is taken only once the
+// file has something to read and is given back before the goroutine parks, so an idle
+// reader holds none. It returns the buffer read into (nil when n is 0); the caller gives
+// it back with pool.Put once done with p[:n].
+func (r *FileReader) ReadPooled(pool *BufferPool, held *atomic.Bool, idle func()) (p []byte, n int, err error) {
+	r.pool = pool
+	n, err = r.ReadHold(nil, held, idle)
+	if r.lent != nil {
+		p = r.lent
+		r.lent = nil
+	}
+	r.pool = nil
+	if n == 0 {
+		pool.Put(p)
+		p = nil
+	}
+	return p, n, err
+}
+
 // readStep is ReadHold's step inside RawConn.Read.
 func (r *FileReader) readStep(fd uintptr) bool {
+	if r.pool != nil && r.lent == nil {
+		r.lent = r.pool.get()
+		r.p = r.lent
+	}
 	for {
 		r.held.Store(true)
 		r.n, r.err = readFd(int(fd), r.p)
@@ -73,6 +126,11 @@ func (r *FileReader) readStep(fd uintptr) bool {
 	}
 	if r.err == syscall.EAGAIN {
 		r.held.Store(false)
+		if r.lent != nil {
+			// Parking: the buffer goes back until there is something to read.
+			r.pool.Put(r.lent)
+			r.lent, r.p = nil, nil
+		}
 		if r.idle != nil {
 			r.idle()
 		}

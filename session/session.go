@@ -217,8 +217,10 @@ func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
 	return nil
 }
 
-// readBufSize is the reader goroutine's buffer size.
-var readBufSize = 8 << 10
+// readBuffers lend the session readers their read buffers: a reader takes one only when
+// its program has printed, so an idle session holds none. pty reads return at most ~4
+// KiB; a pipe's up to the buffer.
+var readBuffers = pty.NewBufferPool(8 << 10)
 
 // readLoop is the session's one reader: it moves output into the hub until the end of the
 // stream. Each time a read finds nothing it flushes the hub (broadcast.Hub.Flush), so the
@@ -226,22 +228,20 @@ var readBufSize = 8 << 10
 // of every burst at once and need no timer. Owned by the session; stops at EOF/EIO or
 // when the output is closed.
 func (s *Session) readLoop() {
-	// pty reads return at most ~4 KiB. The buffer is on the heap (readBufSize is a
-	// variable): on the stack it would double this goroutine's stack.
-	buf := make([]byte, readBufSize)
 	idle := s.hub.Flush
-	read := s.master.ReadHold
+	read := s.master.ReadPooled
 	if !s.tty {
-		read = s.pipe.ReadHold
+		read = s.pipe.ReadPooled
 	}
 	for {
-		n, err := read(buf, &s.readHeld, idle)
+		buf, n, err := read(readBuffers, &s.readHeld, idle)
 		if n > 0 {
 			if s.sh != nil {
 				s.sh.Feed(buf[:n], s.hub.End(), time.Now())
 			}
 			s.hub.Write(buf[:n])
 			s.lastOut.Store(time.Now().UnixNano())
+			readBuffers.Put(buf)
 		}
 		s.readHeld.Store(false)
 		if err != nil {

@@ -65,7 +65,12 @@ func idleSessions(count, samples int, managerPid func() int, call, control func(
 		name:      fmt.Sprintf("exec_command `/bin/true` with %d idle sessions alive", count),
 		floorName: "the same through a second `ptyhub mcp` with none, interleaved",
 		floor:     empty, prod: busy,
-		note: fmt.Sprintf("manager + reaper RSS %.1f KiB per idle session (%d → %d MiB)", per, rss0>>20, rss1>>20),
+		note:   fmt.Sprintf("manager + reaper RSS %.1f KiB per idle session (%d → %d MiB)", per, rss0>>20, rss1>>20),
+		target: "≤ 24 KiB a session, exec within ±5%",
+		met: func(f figure) bool {
+			r := float64(med(f.prod)) / float64(med(f.floor))
+			return per <= 24 && r >= 0.95 && r <= 1.05
+		},
 	}, nil
 }
 

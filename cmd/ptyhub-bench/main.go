@@ -8,12 +8,16 @@
 //	go run ./cmd/ptyhub-bench -check-inits # CI: fail if a package init takes over 1 ms
 //
 // Figures: exec_command of /bin/true; the python3 REPL turn (with wait_for, and without
-// it, which relies on waiting-for-input detection); the same turn done by the peers, tmux
+// it, which relies on waiting-for-input detection); the turn with wait_for through the
+// official TypeScript SDK (node testdata/mcpclient/bench.mjs, after `npm ci` there); the
+// same turn done by the peers, tmux
 // (send-keys + capture-pane polling) and pexpect (in-process Python); exec_command of
 // python3 -q until its first prompt; 100 concurrent exec_command calls (p50, p99); the
 // CLI's start (`ptyhub version` against a hello-world Go binary, and its slowest package
 // init); -idle idle sessions (memory per session, exec latency with them alive);
-// optionally a flood through a session (-flood BYTES) against a bare pty read loop.
+// optionally a flood through a session (-flood BYTES) against a bare pty read loop. Each
+// figure with a target says whether this run met it; the header gives the load average,
+// since a loaded machine's run says little about a target.
 package main
 
 import (
@@ -66,7 +70,43 @@ type figure struct {
 	name, floorName string
 	floor, prod     []time.Duration
 	note            string
+	// target says in words what the figure should reach ("" for none); met says whether
+	// this run reached it.
+	target string
+	met    func(f figure) bool
 }
+
+// overAtMost is a target of at most d over the floor (medians).
+func overAtMost(d time.Duration) (string, func(f figure) bool) {
+	return "≤ +" + ms(d) + " ms", func(f figure) bool { return med(f.prod)-med(f.floor) <= d }
+}
+
+// withTarget returns f with the target of overAtMost(d).
+func (f figure) withTarget(d time.Duration) figure {
+	f.target, f.met = overAtMost(d)
+	return f
+}
+
+// verdict is the target column: the target and "pass" or "miss".
+func (f figure) verdict() string {
+	switch {
+	case f.target == "":
+		return "—"
+	case len(f.prod) == 0 || f.met == nil:
+		return f.target + ": not measured"
+	case f.met(f):
+		return f.target + ": **pass**"
+	}
+	return f.target + ": **miss**"
+}
+
+// The targets of the turn figures.
+const (
+	turnTarget  = 300 * time.Microsecond  // a REPL turn: pexpect's in-process overhead
+	execTarget  = 500 * time.Microsecond  // exec_command of /bin/true
+	readyTarget = 1000 * time.Microsecond // python3 -q ready after its prompt
+	cliTarget   = 1500 * time.Microsecond // `ptyhub version` over a Go hello
+)
 
 func med(d []time.Duration) time.Duration { return pct(d, 50) }
 
@@ -182,6 +222,10 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 			f.floor, f.prod = append(f.floor, fl), append(f.prod, pr)
 		}
 	}
+	f.target = "≤ +0.500 ms, p99 ≤ 3 ms"
+	f.met = func(f figure) bool {
+		return med(f.prod)-med(f.floor) <= execTarget && pct(f.prod, 99) <= 3*time.Millisecond
+	}
 	figs = append(figs, f)
 
 	// The REPL turn, with and without wait_for.
@@ -229,7 +273,14 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 				}
 			}
 			f.note = fmt.Sprintf("returned because: %v", because)
-			figs = append(figs, f)
+			figs = append(figs, f.withTarget(turnTarget))
+		}
+		// The same turn through the TypeScript SDK, on its own `ptyhub mcp`.
+		tsName := "write_stdin `1+1\\n` to python3 -q, `wait_for`, through the TypeScript SDK"
+		if fl, pr, err := tsTurns(n, bin, cmd.Env, turnFloor); err != nil {
+			figs = append(figs, figure{name: tsName, note: "not measured: " + err.Error()})
+		} else {
+			figs = append(figs, figure{name: tsName, floorName: "bare pty turn", floor: fl, prod: pr, note: "node " + tsDriver}.withTarget(turnTarget))
 		}
 		// The peers doing the same turn, against the same floor.
 		if fl, pr, note, err := tmuxTurns(n, turnFloor); err != nil {
@@ -264,7 +315,7 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 			}
 		}
 		f.note = fmt.Sprintf("returned because: %v", because)
-		figs = append(figs, f)
+		figs = append(figs, f.withTarget(readyTarget))
 	}
 
 	if remoteHost != "" {
@@ -304,7 +355,15 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		fs, ps := med(fl).Seconds(), med(pr).Seconds()
 		figs = append(figs, figure{name: fmt.Sprintf("exec_command of a %d-byte flood into 10,000 tokens (3 samples)", flood),
 			floorName: "bare pty read loop of the same flood", floor: fl, prod: pr,
-			note: fmt.Sprintf("floor %.1f MB/s, ptyhub %.1f MB/s (%.0f%% of floor; samples %s), returned because %v", mb/fs, mb/ps, 100*fs/ps, floodRatios(fl, pr), because)})
+			note:   fmt.Sprintf("floor %.1f MB/s, ptyhub %.1f MB/s (%.0f%% of floor; samples %s), returned because %v", mb/fs, mb/ps, 100*fs/ps, floodRatios(fl, pr), because),
+			target: "≥ 90% of the floor in every sample", met: func(f figure) bool {
+				for i := range f.floor {
+					if f.floor[i].Seconds()/f.prod[i].Seconds() < 0.90 {
+						return false
+					}
+				}
+				return true
+			}})
 		syscall.Sync() // the figures after it start with the floods' transcripts written back
 	}
 
@@ -375,23 +434,33 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 	if err != nil {
 		return err
 	}
-	figs = append(figs, cf)
+	figs = append(figs, cf.withTarget(cliTarget))
 
-	fmt.Printf("Measured %s on %s/%s, %d CPUs, %d samples per figure (after warm-up).\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), n)
-	fmt.Println("| figure | floor (same run) | floor median ms | ptyhub median ms | over floor ms | ratio | ptyhub p99 ms | note |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("Measured %s on %s/%s, %d CPUs, %d samples per figure (after warm-up); load average at the end: %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), n, strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
+	fmt.Println("| figure | floor (same run) | floor median ms | ptyhub median ms | over floor ms | ratio | ptyhub p99 ms | target | note |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	passed, missed := 0, 0
 	for _, f := range figs {
+		if f.target != "" && len(f.prod) > 0 && f.met != nil {
+			if f.met(f) {
+				passed++
+			} else {
+				missed++
+			}
+		}
 		if len(f.prod) == 0 {
-			fmt.Printf("| %s | — | — | — | — | — | — | %s |\n", f.name, f.note)
+			fmt.Printf("| %s | — | — | — | — | — | — | %s | %s |\n", f.name, f.verdict(), f.note)
 			continue
 		}
 		if len(f.floor) == 0 {
-			fmt.Printf("| %s | — | — | %s | — | — | %s | %s |\n", f.name, ms(med(f.prod)), ms(pct(f.prod, 99)), f.note)
+			fmt.Printf("| %s | — | — | %s | — | — | %s | %s | %s |\n", f.name, ms(med(f.prod)), ms(pct(f.prod, 99)), f.verdict(), f.note)
 			continue
 		}
 		fmed, pmed := med(f.floor), med(f.prod)
-		fmt.Printf("| %s | %s | %s | %s | %s | %.2f | %s | %s |\n", f.name, f.floorName, ms(fmed), ms(pmed), ms(pmed-fmed), float64(pmed)/float64(fmed), ms(pct(f.prod, 99)), f.note)
+		fmt.Printf("| %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n", f.name, f.floorName, ms(fmed), ms(pmed), ms(pmed-fmed), float64(pmed)/float64(fmed), ms(pct(f.prod, 99)), f.verdict(), f.note)
 	}
+	fmt.Printf("\nTargets: %d passed, %d missed (a run on a loaded machine says little about either).\n", passed, missed)
 	return nil
 }
 

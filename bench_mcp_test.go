@@ -1,0 +1,86 @@
+package ptyhub_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	osexec "os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/ptyhub/ptyhub/mcpserver"
+)
+
+// BenchmarkMCPREPLTurn: one write_stdin call ("1+1\n" to python3 -q, wait_for the next
+// prompt) as ptyhub mcp serves it, end to end in this process: the request line in
+// through the stdio transport, the MCP SDK, the tool handler, the session (writer,
+// reader, collector), the response line out. Its B/op and allocs/op are what ptyhub
+// allocates for one tool call (the client's own decoding is not counted: the lines are
+// written and read as bytes).
+func BenchmarkMCPREPLTurn(b *testing.B) {
+	if _, err := osexec.LookPath("python3"); err != nil {
+		b.Skip("python3 not installed")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- mcpserver.Run(ctx, benchClient(b), inR, outW, mcpserver.Options{}) }()
+	defer func() { cancel(); inW.Close(); <-done }()
+	br := bufio.NewReader(outR)
+	var line []byte
+	call := func(req string) string {
+		if _, err := io.WriteString(inW, req+"\n"); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			line = line[:0]
+			for {
+				frag, err := br.ReadSlice('\n')
+				line = append(line, frag...)
+				if err == nil {
+					break
+				}
+				if err != bufio.ErrBufferFull {
+					b.Fatal(err)
+				}
+			}
+			if bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","id":`)) {
+				return string(line) // a response; notifications are skipped
+			}
+		}
+	}
+	call(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	resp := call(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec_command","arguments":{"argv":[%q,"-q"],"wait_for":">>> $"}}}`, pythonExe()))
+	m := regexp.MustCompile(`"session_id":"([^"]+)"`).FindStringSubmatch(resp)
+	if m == nil || !strings.Contains(resp, `"returned_because":"pattern"`) {
+		b.Fatalf("python3 did not prompt: %s", resp)
+	}
+	id := m[1]
+	req := func(n int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"write_stdin","arguments":{"session_id":%q,"chars":"1+1\n","wait_for":">>> $"}}}`, n, id)
+	}
+	reqs := make([]string, 0, 1024)
+	n := 2
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(reqs) == 0 {
+			b.StopTimer()
+			for range cap(reqs) {
+				reqs = append(reqs, req(n))
+				n++
+			}
+			b.StartTimer()
+		}
+		r := call(reqs[0])
+		reqs = reqs[1:]
+		if !strings.Contains(r, `"returned_because":"pattern"`) {
+			b.Fatalf("turn: %s", r)
+		}
+	}
+}
