@@ -443,20 +443,11 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 		if req.TailLines > 0 {
 			start = tailLinesStart(raw, req.TailLines)
 		}
-		coll := truncate.NewCollector(budget)
-		coll.CountedElsewhere() // cnt counts them (SetOriginal below)
 		var conv termtext.Converter
 		lineFrom := base + int64(start)
-		convertLines(&conv, coll, nil, raw[start:], lineFrom, &lineFrom)
-		if rest := conv.Close(nil); len(rest) > 0 {
-			coll.Write(rest, lineFrom, base+int64(len(raw)))
-		}
-		tr = coll.Result()
-		if tr.Truncated {
-			var cnt tokenCounter
-			cnt.write(raw[start:])
-			tr.SetOriginal(max(cnt.tokens(), 1))
-		}
+		st := truncate.NewStream(budget, len(raw), &conv, &lineFrom)
+		st.Write(raw[start:], lineFrom)
+		tr = st.Result(base+int64(len(raw)), true)
 	} else {
 		text := strings.ToValidUTF8(string(raw), "\uFFFD")
 		if req.TailLines > 0 {
