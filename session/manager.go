@@ -65,13 +65,16 @@ type Manager struct {
 	reg registry
 	// rmu guards reaper, holdLeaders and faults. The reaper is started on first use and
 	// again after it died (reaperdeath.go); each session keeps the one it was started by.
-	// Lock order: Client.mu before rmu; no other lock is taken while rmu is held.
+	// Lock order (doc.go): a leaf, taken after Client.mu; no other lock is taken while
+	// rmu is held.
 	rmu         sync.Mutex
 	reaper      *reaper.Reaper
 	holdLeaders bool        // read exit statuses from /proc instead of waiting for the reaper
 	faults      []string    // what went wrong in the manager itself, told once to each client
 	closing     atomic.Bool // Close has begun: a reaper's exit is no fault
 
+	// mu guards the fields below. Lock order (doc.go): after collectMu and Client.mu;
+	// before Session.mu and registry.mu.
 	mu      sync.Mutex
 	nextID  int
 	idBound int // the end of the block of ids reserved (registry.reserveIDs); nextID < idBound: ids left
@@ -687,6 +690,8 @@ type Client struct {
 	caller Caller // immutable
 	pool   string // immutable: the pool its sessions count in (see Options.MaxSessions)
 
+	// mu guards ended. Lock order (doc.go): after Session.collectMu, before Manager.mu
+	// and Manager.rmu.
 	mu    sync.Mutex
 	ended []Ended
 

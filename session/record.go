@@ -37,7 +37,7 @@ const pruneEvery = time.Minute
 const maxQueuedInput = 1 << 20
 
 var (
-	pruneMu   sync.Mutex
+	pruneMu   sync.Mutex               // a leaf of the lock order (doc.go)
 	lastPrune = map[string]time.Time{} // sessions dir → last retention pass
 )
 
@@ -51,7 +51,7 @@ type recorder struct {
 	w     *transcript.Writer
 	ready chan struct{}
 
-	mu       sync.Mutex // guards the fields below
+	mu       sync.Mutex // guards the fields below; a leaf of the lock order (doc.go)
 	events   []recEvent
 	queued   int   // bytes of input data in events
 	dropped  int64 // input bytes not queued because the recorder fell behind
@@ -86,7 +86,7 @@ type recEvent struct {
 // recorders is the manager's set of live recorders; Manager.Close waits for
 // them and releases their spills.
 type recorders struct {
-	mu  sync.Mutex
+	mu  sync.Mutex // a leaf of the lock order (doc.go)
 	all map[*recorder]struct{}
 }
 
