@@ -106,9 +106,6 @@ func New(svc session.Service, opts Options) *Server {
 	return s
 }
 
-// MCP returns the underlying SDK server (to connect it to another transport).
-func (s *Server) MCP() *mcp.Server { return s.mcp }
-
 // Serve serves one client on t until the client disconnects (returns nil) or ctx ends
 // (returns ctx.Err()). When ctx ends, in-flight calls are cancelled and Serve waits up to
 // Options.ShutdownTimeout for them to answer. Sessions are not touched: closing the

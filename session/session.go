@@ -250,10 +250,9 @@ func (s *Session) readLoop() {
 		s.readHeld.Store(false)
 		if err != nil {
 			if err = pty.EOF(err); err != io.EOF {
-				s.hub.CloseWithError(err)
-			} else {
-				s.hub.Close()
+				s.m.log.Warn("reading the session's output failed", "session", s.id, "err", err)
 			}
+			s.hub.Close()
 			close(s.drained)
 			return
 		}
