@@ -459,6 +459,8 @@ func toolError(err error) error {
 	switch {
 	case errors.Is(err, session.ErrNotFound):
 		hint, keyword = "Call list_sessions to see the sessions that exist.", "list_sessions"
+	case errors.Is(err, session.ErrExited) && strings.Contains(msg, session.ExitedUnread):
+		hint, keyword = "Poll it with write_stdin without input to get that output.", "write_stdin"
 	case errors.Is(err, session.ErrExited):
 		hint, keyword = "Read its output with read_output, or start a new session with exec_command.", "read_output"
 	case errors.Is(err, session.ErrLimit):

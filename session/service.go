@@ -112,7 +112,7 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 	}
 	if !col.foreign {
 		if p := s.transcriptProblem(state == StateExited); p != "" && !s.toldTranscript.Swap(true) {
-			warns = append(warns, "transcript not recorded: "+p+"; the output is in this result and read_output reads what memory holds")
+			warns = append(warns, "transcript not recorded: "+p+"; the output is in this result, and what memory holds of it can be read again")
 		}
 	}
 	if r.OutputStopped = s.outputStopped(); r.OutputStopped {
@@ -289,7 +289,7 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 		if len(data) > 0 || req.CloseStdin {
 			left := ""
 			if unread {
-				left = "; it printed output you have not read yet: poll with write_stdin without input to get it"
+				left = "; " + ExitedUnread
 			}
 			return nil, fmt.Errorf("%w: session %d (%s) %s; nothing was written%s", ErrExited, s.id, s.command, s.exitText(), left)
 		}

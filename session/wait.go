@@ -400,7 +400,10 @@ func (s *Session) lookWaiting(quietFor time.Duration) (v waitVerdict, unread boo
 
 // Text renders a wait result: which session and why (as a write_stdin result of it),
 // then one line per other session.
-func (r *WaitResult) Text() string {
+func (r *WaitResult) Text() string { return r.TextIn(ToolWords) }
+
+// TextIn is Text in an interface's words.
+func (r *WaitResult) TextIn(w Words) string {
 	var b strings.Builder
 	if r.SessionID == "" {
 		fmt.Fprintf(&b, "Wall time: %.4f seconds\n", r.WallTimeMs/1000)
@@ -424,7 +427,7 @@ func (r *WaitResult) Text() string {
 		}
 	}
 	if r.SessionID != "" {
-		b.WriteString(r.Result.Text())
+		b.WriteString(r.Result.TextIn(w))
 	}
 	return b.String()
 }
