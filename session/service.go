@@ -280,18 +280,8 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 	if s.isExited() {
 		// One answer whatever path reported the exit (this call's client, another one,
 		// kill_session): input is refused; a poll gets the exit and what is left unread.
-		unread := s.cursorBehind()
-		select {
-		case <-s.drained:
-		default:
-			unread = true // the end of its output is still on its way
-		}
 		if len(data) > 0 || req.CloseStdin {
-			left := ""
-			if unread {
-				left = "; " + ExitedUnread
-			}
-			return nil, fmt.Errorf("%w: session %d (%s) %s; nothing was written%s", ErrExited, s.id, s.command, s.exitText(), left)
+			return nil, s.inputRefused()
 		}
 		col := s.collect(ctx, collectOpts{deadline: t0, budget: budget, pattern: re, from: from, shellFrom: -1})
 		r := c.result(s, t0, col, warns)
@@ -368,6 +358,22 @@ func (s *Session) echoOf(data []byte, re *regexp.Regexp) [][]byte {
 		return nil
 	}
 	return echoLines(data)
+}
+
+// inputRefused is the ErrExited error of input to s, which has exited: nothing was
+// written, and whether output remains unread (ExitedUnread).
+func (s *Session) inputRefused() error {
+	unread := s.cursorBehind()
+	select {
+	case <-s.drained:
+	default:
+		unread = true // the end of its output is still on its way
+	}
+	left := ""
+	if unread {
+		left = "; " + ExitedUnread
+	}
+	return fmt.Errorf("%w: session %d (%s) %s; nothing was written%s", ErrExited, s.id, s.command, s.exitText(), left)
 }
 
 // cursorBehind reports whether output remains unread by the agent.
