@@ -17,7 +17,6 @@
 package broadcast
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -57,7 +56,6 @@ type Hub struct {
 	start  int64  // oldest offset held
 	end    int64  // one past the newest offset written
 	closed bool
-	err    error
 	notify chan struct{} // nil unless someone waits; closed and cleared by Write and Close
 	at     []atWaiter    // NotifyBatch waiters, woken once End reaches their boundary
 	nat    atomic.Int32  // len(at), for Flush's fast path
@@ -220,17 +218,13 @@ func (h *Hub) grow(need int) {
 
 // Close marks the end of the stream and wakes every waiter. Readers still get
 // the bytes held, then io.EOF. Calling it again does nothing.
-func (h *Hub) Close() { h.CloseWithError(nil) }
-
-// CloseWithError is Close that also records why the stream ended, returned
-// later by Err. Only the first Close or CloseWithError counts.
-func (h *Hub) CloseWithError(err error) {
+func (h *Hub) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return
 	}
-	h.closed, h.err = true, err
+	h.closed = true
 	h.wake()
 	h.signalSpace()
 }
@@ -311,18 +305,11 @@ func (h *Hub) flushLocked() {
 	h.nat.Store(0)
 }
 
-// Closed reports whether Close or CloseWithError has been called.
+// Closed reports whether Close has been called.
 func (h *Hub) Closed() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.closed
-}
-
-// Err returns the error given to CloseWithError, or nil.
-func (h *Hub) Err() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.err
 }
 
 // End returns the offset one past the last byte written.
@@ -344,7 +331,7 @@ func (h *Hub) Start() int64 {
 // below Start() the bytes from off to Start() have left memory: it reads from
 // Start() instead and reports missed = Start()-off. With nothing to read at
 // the end of the stream it returns (0, missed, io.EOF) once the hub is
-// closed, else (0, missed, nil); wait with Notify or WaitFor. An off below 0
+// closed, else (0, missed, nil); wait with Notify (or NotifyBatch). An off below 0
 // or beyond End() is an ErrOffset error.
 func (h *Hub) ReadAt(p []byte, off int64) (n int, missed int64, err error) {
 	h.mu.Lock()
@@ -384,26 +371,6 @@ func (h *Hub) notifyLocked() chan struct{} {
 	return h.notify
 }
 
-// WaitFor blocks until End() > off (a byte at off or later can be read), the
-// hub is closed, or ctx is done. It returns ctx.Err() in the last case, else
-// nil.
-func (h *Hub) WaitFor(ctx context.Context, off int64) error {
-	for {
-		h.mu.Lock()
-		if h.end > off || h.closed {
-			h.mu.Unlock()
-			return nil
-		}
-		ch := h.notifyLocked()
-		h.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
 // Tail returns a copy of the last min(n, End()-Start()) bytes held and the
 // offset of its first byte. It is what a newly attached client repaints from.
 func (h *Hub) Tail(n int) (data []byte, from int64) {
@@ -413,53 +380,6 @@ func (h *Hub) Tail(n int) (data []byte, from int64) {
 	data = make([]byte, k)
 	get(h.buf, h.end-k, data)
 	return data, h.end - k
-}
-
-// Cursor is one reader's position in a hub. A Cursor is not safe for
-// concurrent use; give each reader its own.
-type Cursor struct {
-	h   *Hub
-	off int64
-}
-
-// NewCursor returns a cursor at offset off (0 for everything still held,
-// h.End() for only what comes next).
-func (h *Hub) NewCursor(off int64) *Cursor { return &Cursor{h: h, off: off} }
-
-// Offset returns the offset the next Read starts at.
-func (c *Cursor) Offset() int64 { return c.off }
-
-// Seek moves the cursor, with io.Seeker's meaning of whence (io.SeekEnd is
-// relative to End(), so Seek(0, io.SeekEnd) skips to live output), and
-// returns the new offset. A result below 0 or beyond End() is an ErrOffset
-// error and leaves the cursor where it was; one below Start() is allowed and
-// reported as missed by the next Read.
-func (c *Cursor) Seek(offset int64, whence int) (int64, error) {
-	end := c.h.End()
-	off := offset
-	switch whence {
-	case io.SeekStart:
-	case io.SeekCurrent:
-		off += c.off
-	case io.SeekEnd:
-		off += end
-	default:
-		return c.off, fmt.Errorf("broadcast: Seek: invalid whence %d", whence)
-	}
-	if off < 0 || off > end {
-		return c.off, fmt.Errorf("%w: %d not in [0, %d]", ErrOffset, off, end)
-	}
-	c.off = off
-	return off, nil
-}
-
-// Read is ReadAt at the cursor's offset, and advances the cursor past the
-// bytes missed and read. It does not block: (0, 0, nil) means nothing new
-// yet; io.EOF means the hub is closed and everything was read or missed.
-func (c *Cursor) Read(p []byte) (n int, missed int64, err error) {
-	n, missed, err = c.h.ReadAt(p, c.off)
-	c.off += missed + int64(n)
-	return n, missed, err
 }
 
 // span returns the contiguous part of ring buf that starts at offset off,

@@ -26,7 +26,7 @@ var bigStream = sync.OnceValue(func() []byte {
 // drain reads c until it finds nothing new, checking every byte against want
 // and every missed count against the hub's Start. It returns bytes read and
 // missed.
-func drain(t *testing.T, h *Hub, c *Cursor, want []byte, buf []byte) (read, missed int64) {
+func drain(t *testing.T, h *Hub, c *cursor, want []byte, buf []byte) (read, missed int64) {
 	t.Helper()
 	for {
 		off, start := c.Offset(), h.Start()
@@ -72,8 +72,8 @@ func TestWrapAround(t *testing.T) {
 				want := stream(total + 3*retain + 5)
 				r := rand.New(rand.NewPCG(uint64(retain), 1))
 				h := New(retain)
-				every := h.NewCursor(0)   // reads after every write: never misses
-				lagging := h.NewCursor(0) // reads after every third write
+				every := newCursor(h, 0)   // reads after every write: never misses
+				lagging := newCursor(h, 0) // reads after every third write
 				var end, lagRead, lagMissed int64
 				buf := make([]byte, 2*retain+1000)
 				for w := 1; end < int64(total); w++ {
@@ -216,7 +216,7 @@ func TestChunkLargerThanRetain(t *testing.T) {
 	t.Parallel()
 	h := New(10)
 	h.Write([]byte("xyz"))
-	c := h.NewCursor(0)
+	c := newCursor(h, 0)
 	if n, err := h.Write([]byte("abcdefghijklmnopqrstuvwxy")); n != 25 || err != nil {
 		t.Fatalf("Write = %d, %v; want 25, nil", n, err)
 	}
@@ -236,36 +236,30 @@ func TestChunkLargerThanRetain(t *testing.T) {
 
 func TestClose(t *testing.T) {
 	t.Parallel()
-	cause := errors.New("pty: EIO")
 	tests := []struct {
 		name  string
 		close func(*Hub)
-		err   error
 	}{
-		{"Close", (*Hub).Close, nil},
-		{"Close twice", func(h *Hub) { h.Close(); h.Close() }, nil},
-		{"CloseWithError", func(h *Hub) { h.CloseWithError(cause) }, cause},
-		{"CloseWithError(nil)", func(h *Hub) { h.CloseWithError(nil) }, nil},
-		{"first close wins", func(h *Hub) { h.Close(); h.CloseWithError(cause) }, nil},
-		{"first error wins", func(h *Hub) { h.CloseWithError(cause); h.CloseWithError(io.ErrUnexpectedEOF) }, cause},
+		{"Close", (*Hub).Close},
+		{"Close twice", func(h *Hub) { h.Close(); h.Close() }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := New(4)
 			h.Write([]byte("hello"))
-			c := h.NewCursor(0)
+			c := newCursor(h, 0)
 			waiting := h.Notify()
 			if h.Closed() {
 				t.Fatal("Closed before Close")
 			}
 			tt.close(h)
-			if !h.Closed() || h.Err() != tt.err {
-				t.Fatalf("Closed, Err = %v, %v; want true, %v", h.Closed(), h.Err(), tt.err)
+			if !h.Closed() {
+				t.Fatal("not Closed after Close")
 			}
 			<-waiting // Close wakes waiters
 			<-h.Notify()
-			if err := h.WaitFor(context.Background(), 100); err != nil {
+			if err := waitFor(context.Background(), h, 100); err != nil {
 				t.Fatalf("WaitFor on closed hub = %v", err)
 			}
 			if n, err := h.Write([]byte("more")); n != 0 || err != ErrClosed {
@@ -282,53 +276,6 @@ func TestClose(t *testing.T) {
 				if n, m, err := c.Read(p); n != 0 || m != 0 || err != io.EOF {
 					t.Fatalf("Read at end = %d, %d, %v; want 0, 0, EOF", n, m, err)
 				}
-			}
-		})
-	}
-}
-
-func TestCursorSeek(t *testing.T) {
-	t.Parallel()
-	// retain 4, "abcdefghij" written: Start 6, End 10; the cursor starts at 7.
-	tests := []struct {
-		offset  int64
-		whence  int
-		want    int64 // offset after Seek
-		wantErr bool
-		read    string
-		missed  int64
-	}{
-		{0, io.SeekStart, 0, false, "ghij", 6},
-		{8, io.SeekStart, 8, false, "ij", 0},
-		{10, io.SeekStart, 10, false, "", 0},
-		{11, io.SeekStart, 7, true, "hij", 0},
-		{-1, io.SeekStart, 7, true, "hij", 0},
-		{2, io.SeekCurrent, 9, false, "j", 0},
-		{-3, io.SeekCurrent, 4, false, "ghij", 2},
-		{-8, io.SeekCurrent, 7, true, "hij", 0},
-		{0, io.SeekEnd, 10, false, "", 0},
-		{-1, io.SeekEnd, 9, false, "j", 0},
-		{1, io.SeekEnd, 7, true, "hij", 0},
-		{0, 42, 7, true, "hij", 0},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprint(tt.offset, tt.whence), func(t *testing.T) {
-			t.Parallel()
-			h := New(4)
-			h.Write([]byte("abcdefghij"))
-			c := h.NewCursor(7)
-			got, err := c.Seek(tt.offset, tt.whence)
-			if got != tt.want || c.Offset() != tt.want || (err != nil) != tt.wantErr {
-				t.Fatalf("Seek(%d, %d) = %d, %v (Offset %d); want %d, error %v",
-					tt.offset, tt.whence, got, err, c.Offset(), tt.want, tt.wantErr)
-			}
-			if tt.wantErr && !errors.Is(err, ErrOffset) && tt.whence != 42 {
-				t.Fatalf("Seek error %v is not ErrOffset", err)
-			}
-			p := make([]byte, 10)
-			n, missed, err := c.Read(p)
-			if string(p[:n]) != tt.read || missed != tt.missed || err != nil {
-				t.Fatalf("Read after Seek = %q, %d, %v; want %q, %d, nil", p[:n], missed, err, tt.read, tt.missed)
 			}
 		})
 	}
@@ -375,7 +322,7 @@ func TestNotify(t *testing.T) {
 
 	// A waiter in another goroutine, woken by a write there.
 	got := make(chan string)
-	c := h.NewCursor(h.End())
+	c := newCursor(h, h.End())
 	go func() { // ends once it has read the next write
 		wake := h.Notify()
 		p := make([]byte, 8)
@@ -434,7 +381,7 @@ func TestWaitFor(t *testing.T) {
 			if tt.action != nil {
 				go tt.action(h, cancel)
 			}
-			if err := h.WaitFor(ctx, tt.off); err != tt.want {
+			if err := waitFor(ctx, h, tt.off); err != tt.want {
 				t.Fatalf("WaitFor = %v, want %v", err, tt.want)
 			}
 			if tt.want == nil && h.End() <= tt.off && !h.Closed() {
@@ -485,7 +432,7 @@ func testConcurrent(t *testing.T, yielding bool) {
 	for _, rd := range readers {
 		wg.Go(func() { // ends at io.EOF (h.Close is deferred below) or the first failure
 			start := rd.start()
-			c := h.NewCursor(int64(start))
+			c := newCursor(h, int64(start))
 			buf := make([]byte, rd.buf)
 			var read, missed int64
 			for {
@@ -505,7 +452,7 @@ func testConcurrent(t *testing.T, yielding bool) {
 				}
 				read, missed = read+int64(n), missed+m
 				if n == 0 {
-					if err := h.WaitFor(context.Background(), c.Offset()); err != nil {
+					if err := waitFor(context.Background(), h, c.Offset()); err != nil {
 						t.Errorf("%s: WaitFor: %v", rd.name, err)
 						return
 					}
@@ -549,10 +496,10 @@ func TestIdleReaderDoesNotBlockProducer(t *testing.T) {
 	t.Parallel()
 	const total, retain = 16 << 20, 64 << 10
 	h := New(retain)
-	idle := h.NewCursor(0)
+	idle := newCursor(h, 0)
 	_ = h.Notify() // a channel nobody receives from
 	waited := make(chan error)
-	go func() { waited <- h.WaitFor(context.Background(), 1<<62) }() // ends at Close
+	go func() { waited <- waitFor(context.Background(), h, 1<<62) }() // ends at Close
 
 	chunk := stream(4 << 10)
 	for range total / len(chunk) {
@@ -596,7 +543,7 @@ func BenchmarkWrite(b *testing.B) {
 			var wg sync.WaitGroup
 			for range bm.readers {
 				wg.Go(func() { // ends at io.EOF after h.Close
-					c := h.NewCursor(0)
+					c := newCursor(h, 0)
 					buf := make([]byte, 64<<10)
 					for {
 						n, _, err := c.Read(buf)
@@ -604,13 +551,13 @@ func BenchmarkWrite(b *testing.B) {
 							return
 						}
 						if n == 0 {
-							h.WaitFor(context.Background(), c.Offset())
+							waitFor(context.Background(), h, c.Offset())
 						}
 					}
 				})
 			}
 			for range bm.waiters {
-				wg.Go(func() { h.WaitFor(context.Background(), 1<<62) }) // ends at Close
+				wg.Go(func() { waitFor(context.Background(), h, 1<<62) }) // ends at Close
 			}
 			b.SetBytes(int64(len(chunk)))
 			b.ReportAllocs()
@@ -733,7 +680,7 @@ func TestHoldLosesNothing(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("holder read %d bytes, not the %d written", len(got), len(want))
 	}
-	idle := h.NewCursor(0)
+	idle := newCursor(h, 0)
 	_, missed, _ := idle.Read(buf)
 	if missed != int64(len(want))-retain {
 		t.Errorf("an ordinary reader missed %d bytes, want %d", missed, len(want)-retain)
@@ -780,5 +727,40 @@ func TestUnholdAndCloseFreeAWaitingWrite(t *testing.T) {
 				t.Errorf("write at close: %v, want ErrClosed", err)
 			}
 		})
+	}
+}
+
+// cursor is one reader's position in a hub, as each of a session's readers keeps one.
+type cursor struct {
+	h   *Hub
+	off int64
+}
+
+func newCursor(h *Hub, off int64) *cursor { return &cursor{h: h, off: off} }
+
+// Offset returns the offset the next Read starts at.
+func (c *cursor) Offset() int64 { return c.off }
+
+// Read is ReadAt at the cursor's offset, and advances the cursor past the bytes missed
+// and read.
+func (c *cursor) Read(p []byte) (n int, missed int64, err error) {
+	n, missed, err = c.h.ReadAt(p, c.off)
+	c.off += missed + int64(n)
+	return n, missed, err
+}
+
+// waitFor waits with Notify until End() > off (a byte at off or later can be read), the
+// hub is closed, or ctx is done; it returns ctx.Err() in the last case, else nil.
+func waitFor(ctx context.Context, h *Hub, off int64) error {
+	for {
+		ch := h.Notify()
+		if h.End() > off || h.Closed() {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package broadcast_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -9,8 +8,9 @@ import (
 	"github.com/ptyhub/ptyhub/broadcast"
 )
 
-// A producer writes while a reader follows the stream with a cursor: read
-// what is there, wait when there is nothing, stop at io.EOF.
+// A producer writes while a reader follows the stream from its own offset: take
+// the Notify channel, read what is there, wait on the channel when there is
+// nothing, stop at io.EOF.
 func Example() {
 	h := broadcast.New(0)
 	go func() { // the producer; ends after Close
@@ -20,10 +20,11 @@ func Example() {
 		h.Close()
 	}()
 
-	c := h.NewCursor(0)
+	var off int64
 	p := make([]byte, 4096)
 	for {
-		n, missed, err := c.Read(p)
+		wake := h.Notify()
+		n, missed, err := h.ReadAt(p, off)
 		if err == io.EOF {
 			break
 		}
@@ -31,8 +32,9 @@ func Example() {
 			fmt.Printf("[%d bytes missed]\n", missed)
 		}
 		os.Stdout.Write(p[:n])
+		off += missed + int64(n)
 		if n == 0 {
-			h.WaitFor(context.Background(), c.Offset())
+			<-wake
 		}
 	}
 	// Output:
@@ -44,12 +46,11 @@ func Example() {
 // A reader that fell behind the ring learns exactly how much it missed.
 func Example_missed() {
 	h := broadcast.New(8) // keep the last 8 bytes
-	c := h.NewCursor(0)
 	h.Write([]byte("hello, "))
 	h.Write([]byte("world\n"))
 
 	p := make([]byte, 64)
-	n, missed, _ := c.Read(p)
+	n, missed, _ := h.ReadAt(p, 0)
 	fmt.Printf("missed %d, then %q; Start %d, End %d\n", missed, p[:n], h.Start(), h.End())
 	// Output:
 	// missed 5, then ", world\n"; Start 5, End 13

@@ -106,9 +106,6 @@ func New(svc session.Service, opts Options) *Server {
 	return s
 }
 
-// MCP returns the underlying SDK server (to connect it to another transport).
-func (s *Server) MCP() *mcp.Server { return s.mcp }
-
 // Serve serves one client on t until the client disconnects (returns nil) or ctx ends
 // (returns ctx.Err()). When ctx ends, in-flight calls are cancelled and Serve waits up to
 // Options.ShutdownTimeout for them to answer. Sessions are not touched: closing the
@@ -462,6 +459,8 @@ func toolError(err error) error {
 	switch {
 	case errors.Is(err, session.ErrNotFound):
 		hint, keyword = "Call list_sessions to see the sessions that exist.", "list_sessions"
+	case errors.Is(err, session.ErrExited) && strings.Contains(msg, session.ExitedUnread):
+		hint, keyword = "Poll it with write_stdin without input to get that output.", "write_stdin"
 	case errors.Is(err, session.ErrExited):
 		hint, keyword = "Read its output with read_output, or start a new session with exec_command.", "read_output"
 	case errors.Is(err, session.ErrLimit):

@@ -525,3 +525,18 @@ func TestCodexArguments(t *testing.T) {
 		t.Errorf("write_stdin has no Codex-only arguments; justification must be refused: %v %s", res.IsError, text(res))
 	}
 }
+
+// A write refused by a session that exited with unread output tells the model to poll it
+// with write_stdin (read_output would leave that output unread and the exit unreported);
+// without unread output, to read its output with read_output.
+func TestToolErrorExited(t *testing.T) {
+	t.Parallel()
+	unread := fmt.Errorf("%w: session 3 (cat) exited with code 0; nothing was written; %s", session.ErrExited, session.ExitedUnread)
+	if msg := toolError(unread).Error(); !strings.Contains(msg, "Poll it with write_stdin without input") {
+		t.Errorf("unread output: %q", msg)
+	}
+	read := fmt.Errorf("%w: session 3 (cat) exited with code 0; nothing was written", session.ErrExited)
+	if msg := toolError(read).Error(); !strings.Contains(msg, "read_output") || strings.Contains(msg, "write_stdin") {
+		t.Errorf("nothing unread: %q", msg)
+	}
+}

@@ -104,26 +104,12 @@ func (t *Terminal) Resize(rows, cols int) {
 	t.emu.Resize(max(cols, 1), max(rows, 1))
 }
 
-// Size returns rows and columns.
-func (t *Terminal) Size() (rows, cols int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.emu.Height(), t.emu.Width()
-}
-
 // Cursor returns the cursor position, 0-based.
 func (t *Terminal) Cursor() (row, col int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.emu.CursorPosition()
 	return p.Y, p.X
-}
-
-// Modes returns the modes Scanner also tracks.
-func (t *Terminal) Modes() Modes {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return Modes{AltScreen: t.emu.IsAltScreen(), CursorHidden: t.hidden}
 }
 
 // SetModes switches the alternate screen, cursor keys and cursor visibility to m, as the program's

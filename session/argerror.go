@@ -38,3 +38,9 @@ func (e *ArgError) Text(name func(arg string) string) string {
 	}
 	return s
 }
+
+// ExitedUnread ends the ErrExited error of input refused by a session that has exited
+// with output its reader has not read yet. The engine does not say how to read it: each
+// interface adds that in its own words when the message holds this phrase (the MCP tools:
+// poll with write_stdin; the CLI: ptyhub read).
+const ExitedUnread = "it printed output you have not read yet"

@@ -49,6 +49,7 @@ type Asker interface {
 // askState is a session's pending ask and what the wait for the person watches. The
 // zero value is ready.
 type askState struct {
+	// mu guards the fields below; a leaf of the lock order (doc.go).
 	mu      sync.Mutex
 	pending int    // asks waiting
 	message string // the latest ask's message

@@ -14,7 +14,7 @@ import (
 // (the size follows the latest attached terminal, as tmux's window-size latest), and how
 // many bytes humans typed since the agent's last call. The zero value is ready.
 type attachState struct {
-	mu      sync.Mutex
+	mu      sync.Mutex    // lock order (doc.go): after Session.mu, before Attachment.mu
 	clients []*Attachment // terminals (not watchers), in attach order
 	seq     uint64        // orders size requests
 	input   atomic.Int64
@@ -50,9 +50,9 @@ type Attachment struct {
 	s    *Session
 	opts AttachOptions
 
-	mu         sync.Mutex
-	rows, cols int    // the size this client last asked for (0: none)
-	seq        uint64 // when it asked
+	mu         sync.Mutex // lock order (doc.go): after attachState.mu; one Attachment at a time
+	rows, cols int        // the size this client last asked for (0: none)
+	seq        uint64     // when it asked
 	detached   bool
 }
 

@@ -1,13 +1,11 @@
 package session
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"regexp"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ptyhub/ptyhub/termtext"
 	"github.com/ptyhub/ptyhub/truncate"
@@ -65,8 +63,8 @@ type collected struct {
 
 // collect reads from the agent cursor until the program exits (and its output is
 // drained), the pattern matches new text, the program waits for input, the deadline
-// passes, or ctx is done — whichever comes first. Memory is bounded by the
-// budget, not by the output.
+// passes, or ctx is done — whichever comes first (the follow loop and its decider).
+// Memory is bounded by the budget, not by the output (truncate.Stream).
 func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	s.collectMu.Lock()
 	defer s.collectMu.Unlock()
@@ -75,303 +73,99 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 		s.cursor, s.conv, s.lineFrom = *o.from, termtext.Converter{}, *o.from
 		defer func() { s.cursor, s.conv, s.lineFrom = cursor, conv, lineFrom }()
 	}
-
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	buf := *bp
-	var text []byte
-	coll := truncate.NewCollector(o.budget)
-	coll.CountedElsewhere() // cnt counts the original tokens (SetOriginal below)
-	var cnt tokenCounter
-	var lm *lineMatcher
-	if o.pattern != nil {
-		lm = &lineMatcher{re: o.pattern, echo: o.echo}
+	st := truncate.NewStream(o.budget, len(*bp), &s.conv, &s.lineFrom)
+	d := s.collectDecider(o)
+	if d.lm != nil {
+		st.NoFlood() // the pattern needs the text of every read
 	}
-	matched := false
-	looked := false // the pattern has been tried on what was there when the call began
+	if d.looks != nil {
+		defer d.looks.stop()
+	}
 	res := collected{from: s.cursor, foreign: o.from != nil}
-	if o.shellFrom <= 0 {
-		o.shellFrom = s.cursor
-	}
-	// A flood (the result is already being cut and no pattern needs the text): only the
-	// last rawKeep bytes can still reach the tail, so they are kept raw and converted at
-	// the end; what passes before them is accounted for raw (truncate.SkipRaw).
-	var rawTail []byte
-	var rawTailFrom int64
-	skipped := false
-	rawKeep := min(max(4*truncate.SideBytes(o.budget), 2*len(buf)), 8<<20)
-	timer := time.NewTimer(time.Until(o.deadline))
-	defer timer.Stop()
 	eof := false
-	news := false // output arrived in this call
-
-	// Looks at whether the program waits for input (tty sessions only), paced by looks;
-	// pollC wakes collect for the next one.
-	detect := s.tty && waitDetectionAvailable
-	var looks *lookSchedule
-	var pollC <-chan time.Time
-	if detect {
-		looks = newLookSchedule(time.Now())
-		defer looks.stop()
-		pollC = looks.C
+	read := func() round {
+		fresh, end := s.readStream(st, d, *bp, &res.missed)
+		eof = eof || end
+		return round{fresh: fresh, eof: eof, flood: st.Flooding(), pending: s.conv.Pending}
 	}
-
-	for {
+	notify := func() <-chan struct{} {
 		// In flood mode the collector is woken per batch of output or when the output
 		// pauses (broadcast.Hub.NotifyBatch), not per read: a wake costs more than the
 		// work of one 4 KiB chunk.
-		var notify <-chan struct{}
-		if rawTail != nil {
-			notify = s.hub.NotifyBatch(s.cursor)
-		} else {
-			notify = s.hub.Notify()
+		if st.Flooding() {
+			return s.hub.NotifyBatch(s.cursor)
 		}
-		fresh := false
-		first := !looked
-		looked = true
-		for {
-			n, missed, err := s.hub.ReadAt(buf, s.cursor)
-			if missed > 0 { // left memory before we read it: the transcript may have it
-				if an := s.readArchived(buf[:min(int64(len(buf)), missed)], s.cursor); an > 0 {
-					n, missed, err = an, 0, nil
-				}
-			}
-			if missed > 0 {
-				res.missed += missed
-				s.cursor += missed
-				s.lineFrom = s.cursor
-			}
-			if n > 0 {
-				cnt.write(buf[:n])
-			}
-			if n > 0 && rawTail == nil && o.pattern == nil && coll.Overflowing() {
-				text = s.conv.Flush(text[:0])
-				coll.Write(writeReleased(&s.conv, coll, text, s.cursor), min(s.lineFrom, s.cursor), s.cursor)
-				s.conv = termtext.Converter{}
-				rawTail, rawTailFrom = make([]byte, 0, 2*rawKeep), s.cursor
-			}
-			if n > 0 && rawTail != nil {
-				rawTail = append(rawTail, buf[:n]...)
-				s.cursor += int64(n)
-				fresh = true
-				if len(rawTail) > 2*rawKeep-len(buf) {
-					drop := len(rawTail) - rawKeep
-					coll.SkipRaw(rawTail[:drop], rawTailFrom, rawTailFrom+int64(drop))
-					rawTailFrom += int64(drop)
-					rawTail = rawTail[:copy(rawTail, rawTail[drop:])]
-					skipped = true
-				}
-			} else if n > 0 {
-				text = s.convert(coll, text, buf[:n], s.cursor)
-				s.cursor += int64(n)
-				fresh = true // new bytes may only extend the unfinished line (a prompt)
-				if lm != nil && len(text) > 0 && !matched {
-					matched = lm.feed(text)
-				}
-			}
-			if err == io.EOF {
-				eof = true
-				break
-			}
-			if n == 0 {
-				break
-			}
-		}
-		if s.isExited() {
-			// With nothing left of the session, EOF is certain and near: wait for it, so
-			// no output is left behind however slowly the reader is scheduled. Only a
-			// survivor still holding the terminal (being killed aside) can delay it; then
-			// return once output has been quiet for a moment after the exit.
-			s.mu.Lock()
-			quietFor := time.Since(s.exitedAt)
-			held := len(s.survivors) > 0
-			s.mu.Unlock()
-			if eof || held && quietFor >= exitDrainQuiet && !fresh {
-				res.because = BecauseExit
-				break
-			}
-			if held {
-				timer.Reset(max(exitDrainQuiet-quietFor, time.Millisecond))
-			}
-		}
-		if lm != nil && (matched || (fresh || first) && lm.matchPending(s.conv.Pending())) {
-			res.because = BecausePattern
-			s.noteMatched(o.pattern.String())
-			break
-		}
-		if eof {
-			// The stream has ended but the exit is not known yet: the hub's channel is
-			// always ready now, so wait for the exit (or the deadline) instead of
-			// spinning on it, and with the terminal closed nothing can wait for input.
-			notify = nil
-		}
-		if fresh {
-			news = true
-		}
-		if s.sh != nil && !eof && !s.isExited() && !o.shellKernel && s.sh.AtPrompt(o.shellFrom, s.cursor) {
-			res.because, res.waitMethod = BecauseWaitingForInput, WaitShell
-			break
-		}
-		if detect && !eof && !s.isExited() && (news || !o.needNews) {
-			now := time.Now()
-			if fresh && rawTail != nil {
-				looks.streaming(now)
-			} else if fresh {
-				looks.output(now)
-			}
-			var method string
-			settled := func() bool { return s.hub.End() == s.cursor }
-			if rawTail != nil {
-				settled = nil // flood mode: the output goes on, and a spin would cost the reader
-			}
-			if looks.look(now, settled, func(quiet time.Duration) bool {
-				var ok bool
-				ok, method = s.waitingForInput(quiet)
-				return ok
-			}) {
-				res.because = BecauseWaitingForInput
-				res.waitMethod = method
-				if s.sh != nil && s.sh.Prompting() {
-					res.waitMethod = WaitShell
-				}
-				break
-			}
-		}
-		if !time.Now().Before(o.deadline) {
-			res.because = BecauseDeadline
-			break
-		}
-		exited := s.exited
-		if s.isExited() {
-			exited = nil
-		}
-		select {
-		case <-notify:
-		case <-exited:
-		case <-timer.C:
-			if !s.isExited() {
-				timer.Reset(time.Until(o.deadline))
-			}
-		case <-pollC:
-		case <-ctx.Done():
-			res.because = BecauseCancelled
-			goto done
-		}
+		return s.hub.Notify()
 	}
-done:
-	if rawTail != nil {
-		if skipped {
-			// The kept part starts mid-stream: convert from a line start, so no escape
-			// sequence or character is cut in two (the cut lands on a line anyway).
-			cut := tailStart(rawTail, 2*truncate.SideBytes(o.budget))
-			coll.SkipRaw(rawTail[:cut], rawTailFrom, rawTailFrom+int64(cut))
-			rawTailFrom += int64(cut)
-			rawTail = rawTail[cut:]
-		}
-		s.lineFrom = rawTailFrom
-		for len(rawTail) > 0 {
-			k := min(len(rawTail), 4<<10)
-			text = s.convert(coll, text, rawTail[:k], rawTailFrom)
-			rawTailFrom += int64(k)
-			rawTail = rawTail[k:]
-		}
+	res.because, res.waitMethod = s.follow(ctx, d, read, notify)
+	if res.because == BecausePattern {
+		s.noteMatched(o.pattern.String())
 	}
-	from := s.lineFrom
-	if eof && s.isExited() {
-		text = s.conv.Close(text[:0])
-		res.finished = true
-	} else {
-		text = s.conv.Flush(text[:0])
-	}
-	coll.Write(writeReleased(&s.conv, coll, text, s.cursor), from, s.cursor)
-	s.lineFrom = s.cursor
-	res.trunc = coll.Result()
-	if res.trunc.Truncated {
-		// The count of the bytes themselves: not of how reads split them, nor of the
-		// budget, nor of whether this collect went into flood mode.
-		res.trunc.SetOriginal(max(cnt.tokens(), 1))
-	}
+	res.finished = eof && s.isExited()
+	res.trunc = st.Result(s.cursor, res.finished)
 	res.next = s.cursor
 	return res
 }
 
-// writeReleased writes to coll the blank lines that conv held back and released at the
-// start of text, its latest text for the raw bytes up to end, each tagged with the raw
-// line it came from, and returns the rest of text.
-func writeReleased(conv *termtext.Converter, coll *truncate.Collector, text []byte, end int64) []byte {
-	for _, r := range conv.Released() {
-		coll.Write(text[:1], end-r[0], end-r[1])
-		text = text[1:]
+// collectDecider returns the rules of a collect with o: every exit ends it once the
+// output is drained; the pattern, the shell's prompt, waiting for input (tty sessions
+// only) and the deadline as o says.
+func (s *Session) collectDecider(o collectOpts) *decider {
+	d := &decider{exit: true, drain: true, needNews: o.needNews, deadline: o.deadline}
+	if o.pattern != nil {
+		d.lm = &lineMatcher{re: o.pattern, echo: o.echo}
 	}
-	return text
-}
-
-// plain reports whether text is raw as it is, but for a final "\r\n" that became "\n".
-func plain(text, raw []byte) bool {
-	if len(raw) == len(text)+1 && bytes.HasSuffix(raw, []byte("\r\n")) && bytes.HasSuffix(text, []byte("\n")) {
-		raw, text = raw[:len(raw)-2], text[:len(text)-1]
+	shellFrom := o.shellFrom
+	if shellFrom <= 0 {
+		shellFrom = s.cursor
 	}
-	return bytes.Equal(text, raw)
-}
-
-// tailStart returns where to start converting raw, the kept end of a flood, so that at
-// least keep bytes remain: after its first newline when that leaves enough, else at a
-// character start that splits no escape sequence (the tail then starts mid-line, as a
-// 20 MB line without newlines must).
-func tailStart(raw []byte, keep int) int {
-	limit := len(raw) - keep
-	if limit <= 0 {
-		return 0
+	if s.sh != nil && !o.shellKernel {
+		d.atPrompt = func() bool { return s.sh.AtPrompt(shellFrom, s.cursor) }
 	}
-	if i := bytes.IndexByte(raw, '\n'); i >= 0 && i < limit {
-		return i + 1
-	}
-	cut := limit
-	for cut < len(raw) && !utf8.RuneStart(raw[cut]) {
-		cut++
-	}
-	if i := bytes.LastIndexByte(raw[max(0, cut-256):cut], 0x1b); i >= 0 {
-		cut = max(0, cut-256) + i // start with the whole sequence
-	}
-	return cut
-}
-
-// convert turns the raw bytes at [start, start+len(raw)) into text for coll and returns
-// it (in dst's storage), keeping the agent cursor's converter and lineFrom (see
-// convertLines).
-func (s *Session) convert(coll *truncate.Collector, dst, raw []byte, start int64) []byte {
-	return convertLines(&s.conv, coll, dst, raw, start, &s.lineFrom)
-}
-
-// convertLines turns the raw bytes at [start, start+len(raw)) into text with conv and
-// writes it to coll one raw line at a time, each tagged with the raw bytes it came from:
-// from *lineFrom (where the unfinished line began: the text of a line finished later is
-// tagged with every byte it came from) to the end of the line, and a blank line that the
-// converter held back with its own line. So the raw range of a cut names exactly the
-// lines whose text was cut. It returns the text (in dst's storage).
-func convertLines(conv *termtext.Converter, coll *truncate.Collector, dst, raw []byte, start int64, lineFrom *int64) []byte {
-	dst = dst[:0]
-	for len(raw) > 0 {
-		n := len(raw)
-		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
-			n = i + 1
+	if s.tty && waitDetectionAvailable {
+		d.looks = newLookSchedule(time.Now())
+		d.settled = func() bool { return s.hub.End() == s.cursor }
+		d.look = func(quiet time.Duration) (bool, string) {
+			ok, method := s.waitingForInput(quiet)
+			if ok && s.sh != nil && s.sh.Prompting() {
+				method = WaitShell
+			}
+			return ok, method
 		}
-		end := start + int64(n)
-		k := len(dst)
-		dst = conv.Write(dst, raw[:n])
-		if text := writeReleased(conv, coll, dst[k:], end); len(text) > 0 {
-			if *lineFrom >= start && plain(text, raw[:n]) {
-				coll.WriteExact(text, start, end)
-			} else {
-				coll.Write(text, min(*lineFrom, start), end)
+	}
+	return d
+}
+
+// readStream reads what the hub holds from the agent cursor into st, through buf, and
+// moves the cursor past it; bytes that left memory are read from the transcript when it
+// has them, else skipped and added to *missed. The text read goes to d's pattern. It
+// reports whether anything was read and whether the output has ended.
+func (s *Session) readStream(st *truncate.Stream, d *decider, buf []byte, missed *int64) (fresh, eof bool) {
+	for {
+		n, gone, err := s.hub.ReadAt(buf, s.cursor)
+		if gone > 0 { // left memory before we read it: the transcript may have it
+			if an := s.readArchived(buf[:min(int64(len(buf)), gone)], s.cursor); an > 0 {
+				n, gone, err = an, 0, nil
 			}
 		}
-		if conv.AtLineStart() {
-			*lineFrom = end
-		} else if len(dst) > k {
-			*lineFrom = start
+		if gone > 0 {
+			*missed += gone
+			s.cursor += gone
+			st.Gap(s.cursor)
 		}
-		raw, start = raw[n:], end
+		if n > 0 {
+			// New bytes may only extend the unfinished line (a prompt): fresh all the same.
+			d.feed(st.Write(buf[:n], s.cursor))
+			s.cursor += int64(n)
+			fresh = true
+		}
+		if err == io.EOF {
+			return fresh, true
+		}
+		if n == 0 {
+			return fresh, false
+		}
 	}
-	return dst
 }

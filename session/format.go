@@ -26,8 +26,27 @@ import (
 // ptyhub's extra facts (why the call returned, notices, warnings) are short lines between
 // the header and "Output:", so the output stays last and nothing is lost in it.
 
-// Text returns the text body of an exec_command, write_stdin or read_output result.
-func (r *Result) Text() string {
+// Words are one interface's names for what the text of a result tells its reader to do
+// next. The engine's texts take them, so each interface points to its own operations:
+// the MCP tools to read_output, the CLI to ptyhub read.
+type Words struct {
+	// ReadRange says how to read raw bytes [from, to) of session id.
+	ReadRange func(id string, from, to int64) string
+}
+
+// ToolWords are the MCP tools' words, the ones Text uses.
+var ToolWords = Words{
+	ReadRange: func(id string, from, to int64) string {
+		return fmt.Sprintf("read_output (session_id %s, from %d, to %d)", id, from, to)
+	},
+}
+
+// Text returns the text body of an exec_command, write_stdin or read_output result, in
+// the MCP tools' words.
+func (r *Result) Text() string { return r.TextIn(ToolWords) }
+
+// TextIn is Text in an interface's words.
+func (r *Result) TextIn(w Words) string {
 	var b strings.Builder
 	if r.ChunkID != "" {
 		fmt.Fprintf(&b, "Chunk ID: %s\n", r.ChunkID)
@@ -44,8 +63,8 @@ func (r *Result) Text() string {
 	}
 	if r.TruncatedRange != nil {
 		from, to := r.TruncatedRange[0], r.TruncatedRange[1]
-		fmt.Fprintf(&b, "Output truncated: raw bytes %d to %d were cut from the middle; read them with read_output (session_id %s, from %d, to %d)\n",
-			from, to, r.SessionID, from, to)
+		fmt.Fprintf(&b, "Output truncated: raw bytes %d to %d were cut from the middle; read them with %s\n",
+			from, to, w.ReadRange(r.SessionID, from, to))
 	}
 	switch r.ReturnedBecause {
 	case BecauseWaitingForInput:

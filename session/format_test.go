@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -294,3 +295,23 @@ func TestOneLine(t *testing.T) {
 }
 
 func intp64(v int64) *int64 { return &v }
+
+// Each interface points to its own operations: a result's text in the CLI's words names
+// the CLI's command to read the cut range, never the MCP tool.
+func TestTextInWords(t *testing.T) {
+	t.Parallel()
+	words := Words{ReadRange: func(id string, from, to int64) string {
+		return fmt.Sprintf("ptyhub read %s --from %d --to %d", id, from, to)
+	}}
+	r := Result{SessionID: "7", State: StateExited, ExitCode: intp(2), OriginalTokenCount: intp(14873),
+		TruncatedRange: &[2]int64{1200, 98000}, ReturnedBecause: BecauseExit, Output: "head\n…\ntail\n"}
+	w := WaitResult{Result: r, Others: []SessionLine{}}
+	for name, text := range map[string]string{"result": r.TextIn(words), "wait result": w.TextIn(words)} {
+		if !strings.Contains(text, "read them with ptyhub read 7 --from 1200 --to 98000\n") || strings.Contains(text, "read_output") {
+			t.Errorf("%s in the CLI's words:\n%s", name, text)
+		}
+	}
+	if text := r.Text(); !strings.Contains(text, "read them with read_output (session_id 7, from 1200, to 98000)\n") {
+		t.Errorf("Text is not in the MCP tools' words:\n%s", text)
+	}
+}

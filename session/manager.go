@@ -65,13 +65,16 @@ type Manager struct {
 	reg registry
 	// rmu guards reaper, holdLeaders and faults. The reaper is started on first use and
 	// again after it died (reaperdeath.go); each session keeps the one it was started by.
-	// Lock order: Client.mu before rmu; no other lock is taken while rmu is held.
+	// Lock order (doc.go): a leaf, taken after Client.mu; no other lock is taken while
+	// rmu is held.
 	rmu         sync.Mutex
 	reaper      *reaper.Reaper
 	holdLeaders bool        // read exit statuses from /proc instead of waiting for the reaper
 	faults      []string    // what went wrong in the manager itself, told once to each client
 	closing     atomic.Bool // Close has begun: a reaper's exit is no fault
 
+	// mu guards the fields below. Lock order (doc.go): after collectMu and Client.mu;
+	// before Session.mu and registry.mu.
 	mu      sync.Mutex
 	nextID  int
 	idBound int // the end of the block of ids reserved (registry.reserveIDs); nextID < idBound: ids left
@@ -466,68 +469,17 @@ func (s *Session) endedAt() time.Time {
 
 // start validates req and starts a session owned by owner.
 func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, error) {
-	if (req.Cmd == "") == (len(req.Argv) == 0) {
-		return nil, nil, fmt.Errorf("%w: give exactly one of cmd (a shell command line) and argv (a program and its arguments)", ErrInvalid)
-	}
-	profile := req.Profile
-	switch profile {
-	case "":
-		profile = ProfileAgent
-	case ProfileAgent, ProfilePlain:
-	default:
-		return nil, nil, argError("profile", fmt.Sprintf(" must be agent or plain, not %q", req.Profile))
-	}
-	rows, cols := req.Rows, req.Cols
-	if rows == 0 {
-		rows = DefaultRows
-	}
-	if cols == 0 {
-		cols = DefaultCols
-	}
-	if rows < 1 || rows > MaxRows || cols < 1 || cols > MaxCols {
-		return nil, nil, &ArgError{Arg: "rows", Problem: " and ", Other: "cols", After: fmt.Sprintf(" must be 1 to %d (got %dx%d)", MaxRows, rows, cols)}
-	}
-	if req.TimeoutMs < 0 {
-		return nil, nil, argError("timeout_ms", fmt.Sprintf(" must be positive (got %d ms)", req.TimeoutMs))
-	}
-	if len(req.Stdin) > MaxInputBytes {
-		return nil, nil, fmt.Errorf("%w: stdin is %d bytes, more than %d; write the data to a file and pass its name", ErrInvalid, len(req.Stdin), MaxInputBytes)
-	}
-	base, baseEnv := owner.caller.Dir, owner.caller.Env
-	if base == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, nil, fmt.Errorf("session: working directory: %w", err)
-		}
-		base, baseEnv = wd, os.Environ()
-	}
-	dir, err := resolveWorkdir(base, req.Workdir)
+	profile, rows, cols, err := startShape(req)
 	if err != nil {
 		return nil, nil, err
 	}
 	id := uuid.Must(uuid.NewV7()).String()
-	env, err := buildEnv(baseEnv, dir, profile, req.ClearEnv, req.Env, id)
+	dir, env, err := startWorld(req, owner.caller, profile, id)
 	if err != nil {
 		return nil, nil, err
 	}
 	tty := req.TTY == nil || *req.TTY
-	var argv []string
-	var command string
-	if req.Cmd != "" {
-		shell := req.Shell
-		if shell == "" {
-			shell = defaultShell(env)
-		}
-		flag := "-c"
-		if req.Login {
-			flag = "-lc"
-		}
-		argv = []string{shell, flag, req.Cmd}
-		command = req.Cmd
-	} else {
-		argv = append([]string(nil), req.Argv...)
-		command = strings.Join(argv, " ")
-	}
+	argv, command := startArgv(req, env)
 	shell, err := m.integrate(req, tty, &argv, &env)
 	if err != nil {
 		return nil, nil, err
@@ -589,30 +541,7 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		m.mu.Unlock()
 		return nil, nil, err
 	}
-	if m.nextID >= m.idBound {
-		// Short ids are never reused for a user and never given by two managers (the
-		// server and every ptyhub mcp hosting its sessions): each takes blocks from the
-		// state directory.
-		// Whatever the disk does, an id at or below one given is never given again: a
-		// block that cannot be written continues from memory (and is said once).
-		first, err := m.reg.reserveIDs(m.nextID, idBlock)
-		how := "continuing from memory: unique within this process only"
-		if err != nil && m.opts.SpareIDFile != "" {
-			spare := registry{idFile: m.opts.SpareIDFile}
-			var serr error
-			if first, serr = spare.reserveIDs(max(m.nextID, first-1), idBlock); serr == nil {
-				how = "reserving them in " + m.opts.SpareIDFile
-			}
-		}
-		m.nextID = max(m.nextID, first-1)
-		m.idBound = m.nextID + idBlock
-		if err != nil && !m.idsFromMemory {
-			m.idsFromMemory = true
-			m.log.Warn("short session ids: the state directory's id file cannot be updated; "+how+", past every id recorded", "from", m.nextID+1, "err", err)
-		}
-	}
-	m.nextID++
-	s.id = m.nextID
+	s.id = m.nextIDLocked()
 	m.sessions[s.id] = s
 	m.bumpLocked(s)
 	if m.pools[pool] == nil {
@@ -648,27 +577,7 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		}
 	}
 	if lerr != nil {
-		// Not found or not runnable: the session exists, exited with 127 (126 when
-		// found but not executable), and says why, as a shell would.
-		code := 127
-		what := "command not found"
-		if errors.Is(lerr, os.ErrPermission) {
-			code, what = 126, "permission denied"
-		} else if !errors.Is(lerr, os.ErrNotExist) {
-			what = lerr.Error()
-		}
-		s.hub.Write([]byte(fmt.Sprintf("ptyhub: %s: %s\r\n", argv[0], what)))
-		s.hub.Close()
-		s.exit = pty.ExitStatus{Code: code}
-		s.exitedAt = time.Now()
-		close(s.drained)
-		m.noteEnded(s)
-		m.mu.Lock()
-		m.endedLocked(s)
-		m.mu.Unlock()
-		close(s.exited)
-		close(s.quit)
-		m.bump(s)
+		m.notRunnable(s, argv[0], lerr)
 		return s, warns, nil
 	}
 	m.log.Debug("session started", "session", s.id, "pid", s.pid, "command", command, "pool", pool, "running", live)
@@ -680,6 +589,128 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 	return s, warns, nil
 }
 
+// startShape validates req's command, profile, size, timeout and stdin, and returns the
+// profile and size with their defaults.
+func startShape(req *ExecRequest) (profile string, rows, cols int, err error) {
+	if (req.Cmd == "") == (len(req.Argv) == 0) {
+		return "", 0, 0, fmt.Errorf("%w: give exactly one of cmd (a shell command line) and argv (a program and its arguments)", ErrInvalid)
+	}
+	profile = req.Profile
+	switch profile {
+	case "":
+		profile = ProfileAgent
+	case ProfileAgent, ProfilePlain:
+	default:
+		return "", 0, 0, argError("profile", fmt.Sprintf(" must be agent or plain, not %q", req.Profile))
+	}
+	rows, cols = req.Rows, req.Cols
+	if rows == 0 {
+		rows = DefaultRows
+	}
+	if cols == 0 {
+		cols = DefaultCols
+	}
+	if rows < 1 || rows > MaxRows || cols < 1 || cols > MaxCols {
+		return "", 0, 0, &ArgError{Arg: "rows", Problem: " and ", Other: "cols", After: fmt.Sprintf(" must be 1 to %d (got %dx%d)", MaxRows, rows, cols)}
+	}
+	if req.TimeoutMs < 0 {
+		return "", 0, 0, argError("timeout_ms", fmt.Sprintf(" must be positive (got %d ms)", req.TimeoutMs))
+	}
+	if len(req.Stdin) > MaxInputBytes {
+		return "", 0, 0, fmt.Errorf("%w: stdin is %d bytes, more than %d; write the data to a file and pass its name", ErrInvalid, len(req.Stdin), MaxInputBytes)
+	}
+	return profile, rows, cols, nil
+}
+
+// startWorld returns the directory and environment of session id: the caller's (the
+// process's own for the zero Caller), with req's workdir and environment applied.
+func startWorld(req *ExecRequest, caller Caller, profile, id string) (dir string, env []string, err error) {
+	base, baseEnv := caller.Dir, caller.Env
+	if base == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", nil, fmt.Errorf("session: working directory: %w", err)
+		}
+		base, baseEnv = wd, os.Environ()
+	}
+	if dir, err = resolveWorkdir(base, req.Workdir); err != nil {
+		return "", nil, err
+	}
+	env, err = buildEnv(baseEnv, dir, profile, req.ClearEnv, req.Env, id)
+	return dir, env, err
+}
+
+// startArgv returns the argv of req (a cmd runs with the shell's -c, or -lc) and the
+// command as the session shows it.
+func startArgv(req *ExecRequest, env []string) (argv []string, command string) {
+	if req.Cmd == "" {
+		argv = append([]string(nil), req.Argv...)
+		return argv, strings.Join(argv, " ")
+	}
+	shell := req.Shell
+	if shell == "" {
+		shell = defaultShell(env)
+	}
+	flag := "-c"
+	if req.Login {
+		flag = "-lc"
+	}
+	return []string{shell, flag, req.Cmd}, req.Cmd
+}
+
+// nextIDLocked returns the next short session id. Called with m.mu held.
+func (m *Manager) nextIDLocked() int {
+	if m.nextID >= m.idBound {
+		// Short ids are never reused for a user and never given by two managers (the
+		// server and every ptyhub mcp hosting its sessions): each takes blocks from the
+		// state directory.
+		// Whatever the disk does, an id at or below one given is never given again: a
+		// block that cannot be written continues from memory (and is said once).
+		first, err := m.reg.reserveIDs(m.nextID, idBlock)
+		how := "continuing from memory: unique within this process only"
+		if err != nil && m.opts.SpareIDFile != "" {
+			spare := registry{idFile: m.opts.SpareIDFile}
+			var serr error
+			if first, serr = spare.reserveIDs(max(m.nextID, first-1), idBlock); serr == nil {
+				how = "reserving them in " + m.opts.SpareIDFile
+			}
+		}
+		m.nextID = max(m.nextID, first-1)
+		m.idBound = m.nextID + idBlock
+		if err != nil && !m.idsFromMemory {
+			m.idsFromMemory = true
+			m.log.Warn("short session ids: the state directory's id file cannot be updated; "+how+", past every id recorded", "from", m.nextID+1, "err", err)
+		}
+	}
+	m.nextID++
+	return m.nextID
+}
+
+// notRunnable ends s, whose program argv0 was not found or cannot run (lerr): the
+// session exists, exited with 127 (126 when found but not executable), and says why, as
+// a shell would.
+func (m *Manager) notRunnable(s *Session, argv0 string, lerr error) {
+	code := 127
+	what := "command not found"
+	if errors.Is(lerr, os.ErrPermission) {
+		code, what = 126, "permission denied"
+	} else if !errors.Is(lerr, os.ErrNotExist) {
+		what = lerr.Error()
+	}
+	s.hub.Write([]byte(fmt.Sprintf("ptyhub: %s: %s\r\n", argv0, what)))
+	s.hub.Close()
+	s.exit = pty.ExitStatus{Code: code}
+	s.exitedAt = time.Now()
+	close(s.drained)
+	m.noteEnded(s)
+	m.mu.Lock()
+	m.endedLocked(s)
+	m.mu.Unlock()
+	close(s.exited)
+	close(s.quit)
+	m.bump(s)
+}
+
 // Client is one caller's view of a Manager; it implements Service.
 type Client struct {
 	m      *Manager
@@ -687,6 +718,8 @@ type Client struct {
 	caller Caller // immutable
 	pool   string // immutable: the pool its sessions count in (see Options.MaxSessions)
 
+	// mu guards ended. Lock order (doc.go): after Session.collectMu, before Manager.mu
+	// and Manager.rmu.
 	mu    sync.Mutex
 	ended []Ended
 

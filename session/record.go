@@ -37,7 +37,7 @@ const pruneEvery = time.Minute
 const maxQueuedInput = 1 << 20
 
 var (
-	pruneMu   sync.Mutex
+	pruneMu   sync.Mutex               // a leaf of the lock order (doc.go)
 	lastPrune = map[string]time.Time{} // sessions dir → last retention pass
 )
 
@@ -51,7 +51,7 @@ type recorder struct {
 	w     *transcript.Writer
 	ready chan struct{}
 
-	mu       sync.Mutex // guards the fields below
+	mu       sync.Mutex // guards the fields below; a leaf of the lock order (doc.go)
 	events   []recEvent
 	queued   int   // bytes of input data in events
 	dropped  int64 // input bytes not queued because the recorder fell behind
@@ -86,7 +86,7 @@ type recEvent struct {
 // recorders is the manager's set of live recorders; Manager.Close waits for
 // them and releases their spills.
 type recorders struct {
-	mu  sync.Mutex
+	mu  sync.Mutex // a leaf of the lock order (doc.go)
 	all map[*recorder]struct{}
 }
 
@@ -321,6 +321,41 @@ func (r *recorder) writer() *transcript.Writer {
 // readBufs holds the recorders' 64 KiB copy buffers.
 var readBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
+// create creates the transcript's files in dir; the spill starts once the output passes
+// spillAfter bytes, from the ring's copy.
+func (r *recorder) create(dir string, h transcript.Header, spillAfter int64) (*transcript.Writer, error) {
+	return transcript.Create(dir, r.s.uuid, h, r.s.started, transcript.Options{Cap: r.s.m.opts.RecordCap, Spill: true,
+		SpillAfter: spillAfter,
+		Backfill: func(p []byte, off int64) (int, int64) {
+			n, missed, _ := r.s.hub.ReadAt(p, off)
+			return n, missed
+		}})
+}
+
+// takeEvents takes the queued events, the count of input bytes dropped since the last
+// take, and whether stop was called.
+func (r *recorder) takeEvents() (evs []recEvent, dropped int64, stopping bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	evs, r.events, r.queued = r.events, nil, 0
+	dropped, r.dropped = r.dropped, 0
+	return evs, dropped, r.stopping
+}
+
+// writeEvent writes an input, hidden input or resize event to the transcript.
+func (r *recorder) writeEvent(ev recEvent) {
+	switch ev.code {
+	case 'i':
+		r.w.Input(ev.t, ev.data)
+	case 'h':
+		r.w.Hidden(ev.t, ev.n)
+	case 'r':
+		cols, rows := 0, 0
+		fmt.Sscanf(string(ev.data), "%dx%d", &cols, &rows)
+		r.w.Resize(ev.t, cols, rows)
+	}
+}
+
 // run is the recorder goroutine, owned by the recorder: it copies output from
 // its own hub cursor and the queued events into the transcript, in order. It
 // stops once the output has ended (hub closed and read) and the exit is known
@@ -344,12 +379,7 @@ func (r *recorder) run(dir string, h transcript.Header) {
 	// created only once the output passes half the ring, from the ring's copy; so the
 	// hold stays at 0 until then (the first Output past spillAfter creates the spill).
 	spillAfter := int64(r.s.m.opts.Retain / 2)
-	w, err := transcript.Create(dir, r.s.uuid, h, r.s.started, transcript.Options{Cap: r.s.m.opts.RecordCap, Spill: true,
-		SpillAfter: spillAfter,
-		Backfill: func(p []byte, off int64) (int, int64) {
-			n, missed, _ := r.s.hub.ReadAt(p, off)
-			return n, missed
-		}})
+	w, err := r.create(dir, h, spillAfter)
 	if err != nil {
 		r.s.m.log.Warn("transcript: not recording", "session", r.s.id, "err", err)
 		r.fail(err)
@@ -408,27 +438,13 @@ func (r *recorder) run(dir string, h transcript.Header) {
 		// at every read of the session's reader (~4 KiB), which paid a thread wake-up for
 		// each; events (r.wake) end the wait at once.
 		notify := hub.NotifyBatch(cur)
-		r.mu.Lock()
-		evs := r.events
-		r.events = nil
-		r.queued = 0
-		dropped := r.dropped
-		r.dropped = 0
-		stopping := r.stopping
-		r.mu.Unlock()
+		evs, dropped, stopping := r.takeEvents()
 		for _, ev := range evs {
-			pump(ev.at)
-			switch ev.code {
-			case 'i':
-				r.w.Input(ev.t, ev.data)
-			case 'h':
-				r.w.Hidden(ev.t, ev.n)
-			case 'r':
-				cols, rows := 0, 0
-				fmt.Sscanf(string(ev.data), "%dx%d", &cols, &rows)
-				r.w.Resize(ev.t, cols, rows)
-			case 'x':
+			pump(ev.at) // the output before the event first
+			if ev.code == 'x' {
 				status = ev.status
+			} else {
+				r.writeEvent(ev)
 			}
 		}
 		if dropped > 0 {
@@ -457,6 +473,12 @@ func (r *recorder) run(dir string, h transcript.Header) {
 		case <-r.wake:
 		}
 	}
+	r.close(tl, status, logged)
+}
+
+// close closes the transcript with the exit status (status, "" when unknown) and the
+// text log tl, and publishes tl; a failure is logged unless one was (logged).
+func (r *recorder) close(tl *textLog, status string, logged bool) {
 	if status == "" {
 		status = "transcript closed before the exit was known"
 	}

@@ -45,7 +45,7 @@ type registry struct {
 	self   int
 	start  uint64
 
-	mu    sync.Mutex
+	mu    sync.Mutex        // last in the lock order (doc.go): taken under Manager.mu or Session.mu
 	log   *os.File          // this manager's log, opened at init; nil: the registry is off
 	live  map[string][]byte // uuid → its "+" line, for rewriting the log
 	lines int               // lines in the log

@@ -46,12 +46,14 @@ func scWaitOutput(t *testing.T, s *Session, want string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for {
-		end := s.hub.End()
+		wake := s.hub.Notify()
 		data, _ := s.hub.Tail(1 << 20)
 		if strings.Contains(string(data), want) {
 			return
 		}
-		if err := s.hub.WaitFor(ctx, end); err != nil {
+		select {
+		case <-wake:
+		case <-ctx.Done():
 			t.Fatalf("no %q in %q", want, data)
 		}
 	}

@@ -112,7 +112,7 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 	}
 	if !col.foreign {
 		if p := s.transcriptProblem(state == StateExited); p != "" && !s.toldTranscript.Swap(true) {
-			warns = append(warns, "transcript not recorded: "+p+"; the output is in this result and read_output reads what memory holds")
+			warns = append(warns, "transcript not recorded: "+p+"; the output is in this result, and what memory holds of it can be read again")
 		}
 	}
 	if r.OutputStopped = s.outputStopped(); r.OutputStopped {
@@ -280,18 +280,8 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 	if s.isExited() {
 		// One answer whatever path reported the exit (this call's client, another one,
 		// kill_session): input is refused; a poll gets the exit and what is left unread.
-		unread := s.cursorBehind()
-		select {
-		case <-s.drained:
-		default:
-			unread = true // the end of its output is still on its way
-		}
 		if len(data) > 0 || req.CloseStdin {
-			left := ""
-			if unread {
-				left = "; it printed output you have not read yet: poll with write_stdin without input to get it"
-			}
-			return nil, fmt.Errorf("%w: session %d (%s) %s; nothing was written%s", ErrExited, s.id, s.command, s.exitText(), left)
+			return nil, s.inputRefused()
 		}
 		col := s.collect(ctx, collectOpts{deadline: t0, budget: budget, pattern: re, from: from, shellFrom: -1})
 		r := c.result(s, t0, col, warns)
@@ -370,6 +360,22 @@ func (s *Session) echoOf(data []byte, re *regexp.Regexp) [][]byte {
 	return echoLines(data)
 }
 
+// inputRefused is the ErrExited error of input to s, which has exited: nothing was
+// written, and whether output remains unread (ExitedUnread).
+func (s *Session) inputRefused() error {
+	unread := s.cursorBehind()
+	select {
+	case <-s.drained:
+	default:
+		unread = true // the end of its output is still on its way
+	}
+	left := ""
+	if unread {
+		left = "; " + ExitedUnread
+	}
+	return fmt.Errorf("%w: session %d (%s) %s; nothing was written%s", ErrExited, s.id, s.command, s.exitText(), left)
+}
+
 // cursorBehind reports whether output remains unread by the agent.
 func (s *Session) cursorBehind() bool {
 	s.collectMu.Lock()
@@ -443,20 +449,11 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 		if req.TailLines > 0 {
 			start = tailLinesStart(raw, req.TailLines)
 		}
-		coll := truncate.NewCollector(budget)
-		coll.CountedElsewhere() // cnt counts them (SetOriginal below)
 		var conv termtext.Converter
 		lineFrom := base + int64(start)
-		convertLines(&conv, coll, nil, raw[start:], lineFrom, &lineFrom)
-		if rest := writeReleased(&conv, coll, conv.Close(nil), base+int64(len(raw))); len(rest) > 0 {
-			coll.Write(rest, lineFrom, base+int64(len(raw)))
-		}
-		tr = coll.Result()
-		if tr.Truncated {
-			var cnt tokenCounter
-			cnt.write(raw[start:])
-			tr.SetOriginal(max(cnt.tokens(), 1))
-		}
+		st := truncate.NewStream(budget, len(raw), &conv, &lineFrom)
+		st.Write(raw[start:], lineFrom)
+		tr = st.Result(base+int64(len(raw)), true)
 	} else {
 		text := strings.ToValidUTF8(string(raw), "\uFFFD")
 		if req.TailLines > 0 {

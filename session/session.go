@@ -38,7 +38,7 @@ type Session struct {
 	output io.ReadCloser
 	hub    *broadcast.Hub
 
-	qmu   sync.Mutex    // guards queue
+	qmu   sync.Mutex    // guards queue; a leaf of the lock order (doc.go)
 	queue []*writeJob   // input for the writer goroutine, in order
 	wake  chan struct{} // capacity 1: tells the writer the queue has work
 	quit  chan struct{} // closed when the session is torn down: stops the writer
@@ -52,7 +52,9 @@ type Session struct {
 	exited  chan struct{} // closed once the exit status is recorded
 	drained chan struct{} // closed when the reader reached the end of output
 
-	mu         sync.Mutex // guards the fields below
+	// mu guards the fields below. Lock order (doc.go): after collectMu, Client.mu and
+	// Manager.mu; before attachState.mu and registry.mu.
+	mu         sync.Mutex
 	exit       pty.ExitStatus
 	exitErr    error
 	exitedAt   time.Time
@@ -70,7 +72,8 @@ type Session struct {
 	timer      *time.Timer
 
 	// Agent cursor, guarded by collectMu: collects of one session are serialised so each
-	// byte goes to exactly one call.
+	// byte goes to exactly one call. collectMu is first in the lock order (doc.go): a
+	// collect takes the others while it holds it, never the other way round.
 	collectMu sync.Mutex
 	cursor    int64
 	conv      termtext.Converter
@@ -108,9 +111,10 @@ type Session struct {
 	// settledAnyCursor, guarded by collectMu, lets the waiting-for-input detector count
 	// output as settled with output the agent has not read (a wait's look, wait.go).
 	settledAnyCursor bool
-	// matchedPatterns, guarded by matchMu (taken alone, never with another lock), are the wait_for patterns (their source)
-	// this session's output has matched in a collect, most recent last, at most
-	// maxMatchedPatterns (names.go: an Exec naming the running session counts them).
+	// matchedPatterns, guarded by matchMu (a leaf of the lock order, doc.go), are the
+	// wait_for patterns (their source) this session's output has matched in a collect,
+	// most recent last, at most maxMatchedPatterns (names.go: an Exec naming the running
+	// session counts them).
 	matchMu         sync.Mutex
 	matchedPatterns []string
 }
@@ -246,10 +250,9 @@ func (s *Session) readLoop() {
 		s.readHeld.Store(false)
 		if err != nil {
 			if err = pty.EOF(err); err != io.EOF {
-				s.hub.CloseWithError(err)
-			} else {
-				s.hub.Close()
+				s.m.log.Warn("reading the session's output failed", "session", s.id, "err", err)
 			}
+			s.hub.Close()
 			close(s.drained)
 			return
 		}

@@ -166,23 +166,23 @@ func (s *Session) shellResult(r *Result, col collected, budget int, typed []byte
 func (s *Session) textOf(ranges [][2]int64, budget int) (truncate.Result, int64) {
 	coll := truncate.NewCollector(budget)
 	coll.CountedElsewhere()
-	var cnt tokenCounter
+	var cnt truncate.RawCounter
 	var missed int64
 	for _, rg := range ranges {
 		raw, m := s.readRaw(rg[0], rg[1])
 		missed += m
-		cnt.write(raw)
+		cnt.Write(raw)
 		base := rg[0] + m
 		var conv termtext.Converter
 		lineFrom := base
-		convertLines(&conv, coll, nil, raw, base, &lineFrom)
-		if rest := writeReleased(&conv, coll, conv.Close(nil), base+int64(len(raw))); len(rest) > 0 {
+		truncate.ConvertLines(&conv, coll, nil, raw, base, &lineFrom)
+		if rest := truncate.WriteReleased(&conv, coll, conv.Close(nil), base+int64(len(raw))); len(rest) > 0 {
 			coll.Write(rest, lineFrom, base+int64(len(raw)))
 		}
 	}
 	tr := coll.Result()
 	if tr.Truncated {
-		tr.SetOriginal(max(cnt.tokens(), 1))
+		tr.SetOriginal(max(cnt.Tokens(), 1))
 	}
 	return tr, missed
 }

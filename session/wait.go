@@ -305,122 +305,83 @@ func (s *Session) watch(ctx context.Context, ev waitEvents, re *regexp.Regexp) s
 	s.collectMu.Lock()
 	off := s.cursor
 	s.collectMu.Unlock()
-	if !ev.pattern {
-		re = nil
-	}
+	d := &decider{exit: ev.exit}
 	var conv termtext.Converter
-	var text []byte
-	var lm *lineMatcher
-	if re != nil {
-		lm = &lineMatcher{re: re}
-	}
-	matched := false
-	var buf []byte
-	if re != nil {
+	var buf, text []byte
+	if ev.pattern && re != nil {
+		d.lm = &lineMatcher{re: re}
 		buf = make([]byte, 32<<10)
 	}
-	detect := ev.waiting && s.tty && waitDetectionAvailable
-	var looks *lookSchedule
-	var pollC <-chan time.Time
-	if detect {
-		looks = newLookSchedule(time.Now())
-		defer looks.stop()
-		pollC = looks.C
+	if ev.waiting && s.tty && waitDetectionAvailable {
+		d.looks = newLookSchedule(time.Now())
+		defer d.looks.stop()
+		d.settled = func() bool { return s.hub.End() == off }
+		d.look = func(quiet time.Duration) (bool, string) { return s.watchLook(ev, d, quiet), "" }
 	}
-	seenBusy := false
-	first := true
-	eof := false
-	for {
-		notify := s.hub.Notify()
-		fresh := false
-		if re != nil {
-			for {
-				n, missed, err := s.hub.ReadAt(buf, off)
-				if missed > 0 {
-					off += missed
-					conv = termtext.Converter{}
-				}
-				if n > 0 {
-					off += int64(n)
-					fresh = true
-					if text = conv.Write(text[:0], buf[:n]); len(text) > 0 && !matched {
-						matched = lm.feed(text)
-					}
-				}
-				if err == io.EOF {
-					eof = true
-					break
-				}
-				if n == 0 {
-					break
-				}
+	read := func() round {
+		r := round{pending: conv.Pending}
+		if d.lm == nil { // only the offset matters
+			if end := s.hub.End(); end != off {
+				off, r.fresh = end, true
 			}
-		} else if end := s.hub.End(); end != off {
-			off, fresh = end, true
-			eof = s.hub.Closed()
-		} else {
-			eof = s.hub.Closed()
+			r.eof = s.hub.Closed()
+			return r
 		}
-		if ev.exit && s.isExited() {
-			return BecauseExit
-		}
-		if lm != nil && (matched || (fresh || first) && lm.matchPending(conv.Pending())) {
-			return BecausePattern
-		}
-		initial := first
-		first = false
-		if eof {
-			notify = nil // the hub's channel is always ready once it is closed
-		}
-		if detect && !eof && !s.isExited() {
-			now := time.Now()
-			if fresh {
-				looks.output(now)
-				// Output printed during this watch shows the program busy; catching up
-				// with output that was there before it began does not.
-				seenBusy = seenBusy || !initial
+		for {
+			n, missed, err := s.hub.ReadAt(buf, off)
+			if missed > 0 {
+				off += missed
+				conv = termtext.Converter{}
 			}
-			if looks.look(now, func() bool { return s.hub.End() == off }, func(quiet time.Duration) bool {
-				// The mark of a yes: the inputs written before the look (one written after
-				// it is news later) and the output end after it (a yes means the output
-				// had settled, so the end is where the prompt ends).
-				mark := s.markNow()
-				v, unread := s.lookWaiting(quiet)
-				if v == waitYes {
-					mark.output = s.hub.End()
-				}
-				if ev.looked != nil {
-					ev.looked(v)
-				}
-				if v == waitNo {
-					seenBusy = true
-				}
-				var news bool
-				if ev.heard != nil {
-					news = seenBusy || mark != *ev.heard
-				} else {
-					news = ev.always || unread || seenBusy
-				}
-				if v == waitYes && news && ev.mark != nil {
-					*ev.mark = mark
-				}
-				return v == waitYes && news
-			}) {
-				return BecauseWaitingForInput
+			if n > 0 {
+				off += int64(n)
+				r.fresh = true
+				text = conv.Write(text[:0], buf[:n])
+				d.feed(text)
 			}
-		}
-		exited := s.exited
-		if s.isExited() {
-			exited = nil
-		}
-		select {
-		case <-notify:
-		case <-exited:
-		case <-pollC:
-		case <-ctx.Done():
-			return ""
+			if err == io.EOF {
+				r.eof = true
+				return r
+			}
+			if n == 0 {
+				return r
+			}
 		}
 	}
+	because, _ := s.follow(ctx, d, read, s.hub.Notify)
+	if because == BecauseCancelled {
+		return ""
+	}
+	return because
+}
+
+// watchLook is a watch's look at whether s waits for input: yes only when that is news
+// (see waitEvents), with the session's mark stored in ev.mark. The mark of a yes: the
+// inputs written before the look (one written after it is news later) and the output
+// end after it (a yes means the output had settled, so the end is where the prompt
+// ends). A no (the program seen busy) makes a later yes news.
+func (s *Session) watchLook(ev waitEvents, d *decider, quiet time.Duration) bool {
+	mark := s.markNow()
+	v, unread := s.lookWaiting(quiet)
+	if v == waitYes {
+		mark.output = s.hub.End()
+	}
+	if ev.looked != nil {
+		ev.looked(v)
+	}
+	if v == waitNo {
+		d.busy = true
+	}
+	var news bool
+	if ev.heard != nil {
+		news = d.busy || mark != *ev.heard
+	} else {
+		news = ev.always || unread || d.busy
+	}
+	if v == waitYes && news && ev.mark != nil {
+		*ev.mark = mark
+	}
+	return v == waitYes && news
 }
 
 // lookWaiting looks once whether s waits for input, with output the agent has not read
@@ -439,7 +400,10 @@ func (s *Session) lookWaiting(quietFor time.Duration) (v waitVerdict, unread boo
 
 // Text renders a wait result: which session and why (as a write_stdin result of it),
 // then one line per other session.
-func (r *WaitResult) Text() string {
+func (r *WaitResult) Text() string { return r.TextIn(ToolWords) }
+
+// TextIn is Text in an interface's words.
+func (r *WaitResult) TextIn(w Words) string {
 	var b strings.Builder
 	if r.SessionID == "" {
 		fmt.Fprintf(&b, "Wall time: %.4f seconds\n", r.WallTimeMs/1000)
@@ -463,7 +427,7 @@ func (r *WaitResult) Text() string {
 		}
 	}
 	if r.SessionID != "" {
-		b.WriteString(r.Result.Text())
+		b.WriteString(r.Result.TextIn(w))
 	}
 	return b.String()
 }

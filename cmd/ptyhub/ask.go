@@ -71,7 +71,7 @@ func runAskHuman(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 		printJSON(stdout, res)
 	} else {
 		fmt.Fprintf(stderr, "ptyhub: the person is done (%s)\n", res.Person)
-		printText(stdout, res.Result.Text())
+		printText(stdout, res.Result.TextIn(cliWords))
 	}
 	if res.Person == session.PersonTimeout {
 		return exitError

@@ -44,6 +44,8 @@ func fail(stderr io.Writer, cmd string, err error) int {
 	switch {
 	case errors.Is(err, session.ErrNotFound):
 		hint = "; 'ptyhub ls' lists the sessions"
+	case errors.Is(err, session.ErrExited) && strings.Contains(err.Error(), session.ExitedUnread):
+		hint = "; 'ptyhub write ID' without text prints it and the exit"
 	case errors.Is(err, session.ErrExited):
 		hint = "; 'ptyhub read ID' shows its output"
 	case errors.Is(err, session.ErrLimit):
@@ -60,6 +62,13 @@ func fail(stderr io.Writer, cmd string, err error) int {
 		return exitUsage
 	}
 	return exitError
+}
+
+// cliWords point the reader of a result's text to the CLI's commands, not the tools.
+var cliWords = session.Words{
+	ReadRange: func(id string, from, to int64) string {
+		return fmt.Sprintf("ptyhub read %s --from %d --to %d", id, from, to)
+	},
 }
 
 // flagNames are the CLI's words for the request arguments whose flag is not simply the
@@ -170,7 +179,7 @@ func runWrite(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		if *jsonOut {
 			printJSON(stdout, res)
 		} else {
-			printText(stdout, res.Text())
+			printText(stdout, res.TextIn(cliWords))
 		}
 		return 0
 	})
@@ -715,7 +724,7 @@ func runWait(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		if *jsonOut {
 			printJSON(stdout, res)
 		} else {
-			printText(stdout, res.Text())
+			printText(stdout, res.TextIn(cliWords))
 		}
 		if res.SessionID == "" {
 			return exitError

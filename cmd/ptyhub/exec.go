@@ -213,7 +213,7 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 			return exitError
 		}
 	} else {
-		text := res.Text()
+		text := res.TextIn(cliWords)
 		if _, interrupted := signalOf(ctx); interrupted {
 			// Only the output: the header would describe the session before the kill
 			// below; the line on stderr says how it ended.

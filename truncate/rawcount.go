@@ -1,22 +1,21 @@
-package session
+package truncate
 
 import (
 	"bytes"
 	"cmp"
 
 	"github.com/ptyhub/ptyhub/termtext"
-	"github.com/ptyhub/ptyhub/truncate"
 )
 
 // Token counting of a raw range (original_token_count). The count is a function of the
 // range's bytes alone, never of how reads split them, of the budget, or of whether the
-// collect went into flood mode: a tokenCounter follows the raw stream itself, with its
+// collect went into flood mode: a RawCounter follows the raw stream itself, with its
 // own converter.
 //
 // A range of up to countExact bytes is converted and counted exactly. A longer one is
 // cut into blocks at fixed distances from its start (countBlock); of each block a sample
 // (from its first line start, about countSample bytes, to a line end) is converted and
-// counted exactly, and the block is charged its cheap estimate (truncate.Estimator, over
+// counted exactly, and the block is charged its cheap estimate (Estimator, over
 // all its bytes) times the sample's exact tokens per estimated token.
 // On text of one kind (logs, JSON, code, CJK, base64, coloured output) that is within
 // 1% of the exact count, at the cost of counting an eighth of the first 4 MiB and a few
@@ -43,9 +42,9 @@ func countBlock(p int64) int64 {
 	return 16 << 20
 }
 
-// tokenCounter counts the text view of a raw stream; see above. Not safe for
+// RawCounter counts the text view of a raw stream; see above. Not safe for
 // concurrent use.
-type tokenCounter struct {
+type RawCounter struct {
 	pos  int64  // bytes seen
 	head []byte // the first countExact bytes, until the stream proves longer
 
@@ -53,7 +52,7 @@ type tokenCounter struct {
 	sample               []byte  // the raw sample of the current block, while it grows
 	sampled              bool    // the current block's sample is complete and counted
 	perMilli             float64 // the sample's exact tokens per estimated milli-token
-	blockEst             truncate.Estimator
+	blockEst             Estimator
 	blockEstBytes        int64 // bytes of the current block given to blockEst
 	span                 int64 // estimateSpan, unless set (tests)
 	// lastSample is the previous block's counted sample and lastPerMilli its ratio: a
@@ -64,8 +63,8 @@ type tokenCounter struct {
 	est          float64 // tokens charged to finished blocks
 }
 
-// write adds raw bytes (the next ones of the range).
-func (c *tokenCounter) write(p []byte) {
+// Write adds raw bytes (the next ones of the range).
+func (c *RawCounter) Write(p []byte) {
 	if c.head != nil || c.pos == 0 {
 		if c.pos+int64(len(p)) <= countExact {
 			c.head = append(c.head, p...)
@@ -82,7 +81,7 @@ func (c *tokenCounter) write(p []byte) {
 }
 
 // stream feeds p to the block sampler.
-func (c *tokenCounter) stream(p []byte) {
+func (c *RawCounter) stream(p []byte) {
 	for len(p) > 0 {
 		if c.pos == c.blockEnd { // the next block
 			c.finishBlock()
@@ -106,7 +105,7 @@ func (c *tokenCounter) stream(p []byte) {
 // trySample counts the block's sample once it is complete (or the stream ended): from
 // the first line start in the block's first KiB (else its start) to the first line end
 // past countSample bytes (at most one more KiB).
-func (c *tokenCounter) trySample(end bool) {
+func (c *RawCounter) trySample(end bool) {
 	s := c.sample
 	from := 0
 	if i := bytes.IndexByte(s[:min(len(s), 1<<10)], '\n'); i >= 0 {
@@ -132,7 +131,7 @@ func (c *tokenCounter) trySample(end bool) {
 		c.perMilli, c.sampled, c.sample = c.lastPerMilli, true, c.sample[:0]
 		return
 	}
-	var est truncate.Estimator
+	var est Estimator
 	est.Write(s[from:to])
 	if to <= from || est.Milli() == 0 {
 		c.perMilli, c.sampled, c.sample = 0, true, c.sample[:0]
@@ -140,19 +139,19 @@ func (c *tokenCounter) trySample(end bool) {
 	}
 	var conv termtext.Converter
 	text := conv.Close(conv.Write(nil, s[from:to]))
-	c.perMilli = float64(truncate.Count(string(text))) / float64(est.Milli())
+	c.perMilli = float64(Count(string(text))) / float64(est.Milli())
 	c.lastSample, c.lastPerMilli = append(c.lastSample[:0], s[from:to]...), c.perMilli
 	c.sampled, c.sample = true, c.sample[:0]
 }
 
 // estimated is how much of the current block the cheap estimate covers: its first
 // estimateSpan bytes (all of a block of 1 MiB or less).
-func (c *tokenCounter) estimated() int64 {
+func (c *RawCounter) estimated() int64 {
 	return min(c.blockEnd-c.blockStart, cmp.Or(c.span, estimateSpan))
 }
 
 // finishBlock charges the block that ends at pos.
-func (c *tokenCounter) finishBlock() {
+func (c *RawCounter) finishBlock() {
 	if c.pos <= c.blockStart {
 		return
 	}
@@ -164,15 +163,15 @@ func (c *tokenCounter) finishBlock() {
 		milli *= float64(c.pos-c.blockStart) / float64(c.blockEstBytes) // the estimated part stands for the block
 	}
 	c.est += c.perMilli * milli
-	c.sampled, c.perMilli, c.blockEst, c.blockEstBytes = false, 0, truncate.Estimator{}, 0
+	c.sampled, c.perMilli, c.blockEst, c.blockEstBytes = false, 0, Estimator{}, 0
 }
 
-// tokens returns the count of everything written. The counter must not be written to
+// Tokens returns the count of everything written. The counter must not be written to
 // afterwards.
-func (c *tokenCounter) tokens() int {
+func (c *RawCounter) Tokens() int {
 	if c.blockEnd == 0 { // countExact bytes or fewer: exact
 		var conv termtext.Converter
-		return truncate.Count(string(conv.Close(conv.Write(nil, c.head))))
+		return Count(string(conv.Close(conv.Write(nil, c.head))))
 	}
 	c.finishBlock()
 	c.blockStart = c.pos

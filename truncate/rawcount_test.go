@@ -1,4 +1,4 @@
-package session
+package truncate
 
 import (
 	"fmt"
@@ -25,13 +25,13 @@ func TestTokenCounterLongStream(t *testing.T) {
 		}
 	}
 	count := func(chunk func() int, span int64) int {
-		c := tokenCounter{span: span}
+		c := RawCounter{span: span}
 		for p := data; len(p) > 0; {
 			n := min(len(p), chunk())
-			c.write(p[:n])
+			c.Write(p[:n])
 			p = p[n:]
 		}
-		return c.tokens()
+		return c.Tokens()
 	}
 	a := count(func() int { return 4096 }, 0)
 	b := count(func() int { return 1 + r.IntN(70000) }, 0)
