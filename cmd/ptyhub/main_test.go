@@ -30,6 +30,9 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(keyboardChildEnv) == "1" {
+		os.Exit(keyboardChild())
+	}
 	dir, err := os.MkdirTemp("", "ptyhub-cli-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
