@@ -199,7 +199,7 @@ func TestCloseManySessions(t *testing.T) {
 	const n = 300
 	for i := range n {
 		r, err := c.Exec(context.Background(), session.ExecRequest{Cmd: "sleep 1000 & exec sleep 1000",
-			Env: map[string]string{"PTYHUB_TEST_CLOSE_MANY": strconv.Itoa(os.Getpid())}, YieldTimeMs: ms(0)})
+			Env: map[string]string{"PTYHUB_TEST_CLOSE_MANY": strconv.Itoa(os.Getpid())}, YieldTimeMs: new(int64(0))})
 		if err != nil {
 			t.Fatalf("session %d: %v", i, err)
 		}
@@ -305,7 +305,7 @@ func TestServerPoolsPerClient(t *testing.T) {
 	serveLimited(t, h, "1024", "--max-sessions", "9")
 	ctx := context.Background()
 	start := func(c *server.Client) *session.Result {
-		r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: ms(0)})
+		r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: new(int64(0))})
 		if err != nil {
 			t.Fatal(err)
 		}

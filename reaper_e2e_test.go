@@ -25,7 +25,7 @@ func TestReaperKilledAlone(t *testing.T) {
 	_, c := newClient(t, session.Options{StateDir: t.TempDir()})
 	r := exec(t, c, session.ExecRequest{
 		Cmd:     `trap '' HUP; nohup sleep 1000 >/dev/null 2>&1 & a=$!; setsid sleep 1000 </dev/null >/dev/null 2>&1 & b=$!; echo "pids $$ $a $b"; while :; do sleep 1000; done`,
-		WaitFor: `pids \d+ \d+ \d+`, YieldTimeMs: ms(30000)})
+		WaitFor: `pids \d+ \d+ \d+`, YieldTimeMs: new(int64(30000))})
 	if r.ReturnedBecause != session.BecausePattern {
 		t.Fatalf("session did not start: %+v", r)
 	}
@@ -52,7 +52,7 @@ func TestReaperKilledAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: ms(30000)})
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: new(int64(30000))})
 	if r.State != session.StateExited {
 		t.Fatalf("the session still runs after its reaper died: %+v", r)
 	}
@@ -71,7 +71,7 @@ func TestReaperKilledAlone(t *testing.T) {
 		t.Errorf("the result does not say the reaper died: %q", warns)
 	}
 
-	r2 := exec(t, c, session.ExecRequest{Cmd: "echo after", YieldTimeMs: ms(30000)})
+	r2 := exec(t, c, session.ExecRequest{Cmd: "echo after", YieldTimeMs: new(int64(30000))})
 	if r2.ExitCode == nil || *r2.ExitCode != 0 || !strings.Contains(r2.Output, "after") {
 		t.Errorf("exec after the reaper died: %s %q", exitOf(r2), r2.Output)
 	}

@@ -129,18 +129,18 @@ func TestTranscriptHiddenRawInput(t *testing.T) {
 			t.Parallel()
 			_, cl, state := trManager(t, session.Options{})
 			secret := secretValue(t)[:24]
-			r := exec(t, cl, session.ExecRequest{Cmd: c.cmd, WaitFor: "Password:", YieldTimeMs: ms(20000)})
+			r := exec(t, cl, session.ExecRequest{Cmd: c.cmd, WaitFor: "Password:", YieldTimeMs: new(int64(20000))})
 			results := []*session.Result{r}
 			if !strings.Contains(r.Output, "Password:") {
 				t.Fatalf("no prompt: %+v", r)
 			}
 			// Half in one write, the rest key by key, as a human types.
 			typed := secret + c.enter
-			results = append(results, write(t, cl, session.WriteRequest{SessionID: r.SessionID, Chars: typed[:12], YieldTimeMs: ms(50)}))
+			results = append(results, write(t, cl, session.WriteRequest{SessionID: r.SessionID, Chars: typed[:12], YieldTimeMs: new(int64(50))}))
 			for _, ch := range typed[12:] {
-				results = append(results, write(t, cl, session.WriteRequest{SessionID: r.SessionID, Chars: string(ch), YieldTimeMs: ms(50)}))
+				results = append(results, write(t, cl, session.WriteRequest{SessionID: r.SessionID, Chars: string(ch), YieldTimeMs: new(int64(50))}))
 			}
-			r = write(t, cl, session.WriteRequest{SessionID: r.SessionID, WaitFor: "got 24 chars", YieldTimeMs: ms(20000)})
+			r = write(t, cl, session.WriteRequest{SessionID: r.SessionID, WaitFor: "got 24 chars", YieldTimeMs: new(int64(20000))})
 			results = append(results, r)
 			path, _ := trFinish(t, state, r)
 			var all strings.Builder
