@@ -23,8 +23,6 @@ func wE2EClient(t *testing.T) *session.Client {
 	return m.NewClient("waiting-e2e")
 }
 
-func wMsE2E(v int64) *int64 { return &v }
-
 func TestWaitingForInputE2E(t *testing.T) {
 	t.Parallel()
 	testtool.Need(t, "python3")
@@ -45,7 +43,7 @@ func TestWaitingForInputE2E(t *testing.T) {
 	}
 	// A REPL turn: the answer and the next prompt, no wait_for.
 	for i := range 5 {
-		r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: "1+1\n", YieldTimeMs: wMsE2E(10_000)})
+		r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: "1+1\n", YieldTimeMs: new(int64(10_000))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +73,7 @@ func TestWaitingSleepsInParallelE2E(t *testing.T) {
 	for i := range 20 {
 		go func() {
 			want := fmt.Sprintf("X%d", i)
-			r, err := c.Exec(ctx, session.ExecRequest{Cmd: "sleep 1; echo " + want, YieldTimeMs: wMsE2E(60_000)})
+			r, err := c.Exec(ctx, session.ExecRequest{Cmd: "sleep 1; echo " + want, YieldTimeMs: new(int64(60_000))})
 			switch {
 			case err != nil:
 				errs <- err.Error()
