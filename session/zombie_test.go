@@ -20,7 +20,7 @@ func TestNoZombiesLeft(t *testing.T) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := range 25 {
-				r, err := c.Exec(context.Background(), ExecRequest{Cmd: "sleep 0.05 & echo " + strconv.Itoa(w*25+i), YieldTimeMs: ptr(20000)})
+				r, err := c.Exec(context.Background(), ExecRequest{Cmd: "sleep 0.05 & echo " + strconv.Itoa(w*25+i), YieldTimeMs: new(int64(20000))})
 				if err != nil {
 					t.Error(err)
 					return
