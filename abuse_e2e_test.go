@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 )
 
 // rawAgent drives `ptyhub mcp` with raw JSON-RPC lines, as a client that sends what it
@@ -256,7 +257,7 @@ func TestMCPPipedRequestsAnswered(t *testing.T) {
 			}
 		}
 		svWait(t, "the piped agent's session to end", func() bool {
-			return len(procsWithEnv("PTYHUB_TEST_MARKER="+marker)) == 0
+			return len(proctest.WithEnv("PTYHUB_TEST_MARKER="+marker)) == 0
 		})
 	}
 }
@@ -288,7 +289,7 @@ func TestMCPKillSurvivorsBudget(t *testing.T) {
 	if len(text) > 2000 || !strings.Contains(text, fmt.Sprintf("… %d more", int(more))) {
 		t.Errorf("kill_session's text (%d bytes): %s", len(text), trimmed(text))
 	}
-	svWait(t, "the session's jobs to end", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+r["uuid"].(string))) == 0 })
+	svWait(t, "the session's jobs to end", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+r["uuid"].(string))) == 0 })
 }
 
 // Many exec_command calls at once from one agent: the session limit holds (never more

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -31,7 +32,7 @@ func waitNoProcs(t *testing.T, kv string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		left := procsWithEnv(kv)
+		left := proctest.WithEnv(kv)
 		if len(left) == 0 {
 			return
 		}
@@ -44,7 +45,7 @@ func waitNoProcs(t *testing.T, kv string) {
 			n, _ := unix.Poll(fds, max(int(time.Until(deadline).Milliseconds()), 0))
 			unix.Close(fd)
 			if n == 0 {
-				t.Fatalf("processes with %s still alive: %v", kv, procsWithEnv(kv))
+				t.Fatalf("processes with %s still alive: %v", kv, proctest.WithEnv(kv))
 			}
 		}
 	}
@@ -294,7 +295,7 @@ func TestEdgeForkStorm(t *testing.T) {
 	t.Parallel()
 	_, c := newClient(t, session.Options{})
 	r := exec(t, c, session.ExecRequest{Cmd: `set -m; while :; do sleep 1000 & done`, YieldTimeMs: new(int64(0))})
-	svWait(t, "200 forked jobs", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+r.UUID)) >= 200 })
+	svWait(t, "200 forked jobs", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+r.UUID)) >= 200 })
 	k, err := c.Kill(context.Background(), session.KillRequest{SessionID: r.SessionID})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 )
 
 // TestMCPTypeScriptClient runs `ptyhub mcp` under the official TypeScript MCP client
@@ -139,13 +140,13 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	// Closing the client closed ptyhub's stdin: ptyhub exits and ends its sessions.
 	if pid, _ := steps["connect"]["pid"].(float64); pid > 0 {
 		e2eWaitGone(t, "ptyhub mcp", func() []int {
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d", int(pid))); err == nil && !isZombie(int(pid)) {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", int(pid))); err == nil && !proctest.Exited(int(pid)) {
 				return []int{int(pid)}
 			}
 			return nil
 		})
 	}
-	e2eWaitGone(t, "session processes", func() []int { return procsWithEnv("PTYHUB_TEST_MARKER=" + marker) })
+	e2eWaitGone(t, "session processes", func() []int { return proctest.WithEnv("PTYHUB_TEST_MARKER=" + marker) })
 	if t.Failed() {
 		t.Logf("client stderr:\n%s", stderr.String())
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/session"
 )
@@ -142,7 +143,7 @@ func TestAgentAndReaperKilledSweptAtStart(t *testing.T) {
 	first.Wait()
 	// Only the job that ignores SIGHUP and SIGTERM is left, and nothing of the agent's
 	// can end it now.
-	svWait(t, "the hangup to pass", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+uuid)) == 1 })
+	svWait(t, "the hangup to pass", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+uuid)) == 1 })
 	agent() // no call: its start alone must sweep
-	svWait(t, "the next agent to end what was left", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+uuid)) == 0 })
+	svWait(t, "the next agent to end what was left", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+uuid)) == 0 })
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -276,7 +277,7 @@ func TestKillSessionTree(t *testing.T) {
 	if r.ReturnedBecause != session.BecausePattern {
 		t.Fatalf("jobs did not start: %q", r.Output)
 	}
-	if n := len(procsWithEnv("PTYHUB_SESSION=" + r.UUID)); n < 5 {
+	if n := len(proctest.WithEnv("PTYHUB_SESSION=" + r.UUID)); n < 5 {
 		t.Fatalf("expected at least 5 processes in the session (bash and 4 jobs), found %d", n)
 	}
 	k, err := c.Kill(context.Background(), session.KillRequest{SessionID: r.SessionID})
@@ -286,7 +287,7 @@ func TestKillSessionTree(t *testing.T) {
 	if k.State != session.StateExited {
 		t.Errorf("state after kill: %s", k.State)
 	}
-	if left := procsWithEnv("PTYHUB_SESSION=" + r.UUID); len(left) > 0 {
+	if left := proctest.WithEnv("PTYHUB_SESSION=" + r.UUID); len(left) > 0 {
 		var desc []string
 		for _, pid := range left {
 			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
@@ -310,7 +311,7 @@ func TestSurvivorsNamed(t *testing.T) {
 	if !strings.Contains(names, "sleep 1007") || !strings.Contains(names, "sleep 1008") {
 		t.Errorf("survivors not named: %v", r.Survivors)
 	}
-	for i := 0; i < 1000 && len(procsWithEnv("PTYHUB_SESSION="+r.UUID)) > 0; i++ {
+	for i := 0; i < 1000 && len(proctest.WithEnv("PTYHUB_SESSION="+r.UUID)) > 0; i++ {
 		c.List(context.Background()) // the sweep finishes aside; wait on the process table
 	}
 }
@@ -385,7 +386,7 @@ func TestPruning(t *testing.T) {
 		t.Errorf("the session a human is attached to: %+v", in)
 	}
 	for _, u := range uuids {
-		if n := len(procsWithEnv("PTYHUB_SESSION=" + u)); (listed[u].State == session.StateRunning) != (n == 1) {
+		if n := len(proctest.WithEnv("PTYHUB_SESSION=" + u)); (listed[u].State == session.StateRunning) != (n == 1) {
 			t.Errorf("session %s (%+v) has %d processes", u, listed[u], n)
 		}
 	}
