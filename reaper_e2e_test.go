@@ -3,7 +3,6 @@ package ptyhub_test
 import (
 	"bufio"
 	"io"
-	"os"
 	osexec "os/exec"
 	"regexp"
 	"strconv"
@@ -46,8 +45,8 @@ func TestReaperKilledAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	reaperPid := st.PPID
-	if cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(reaperPid) + "/cmdline"); !strings.HasPrefix(string(cmd), "ptyhub-reaper") {
-		t.Fatalf("the leader's parent %d is %q, not the reaper", reaperPid, cmd)
+	if !proctest.IsReaper(reaperPid) {
+		t.Fatalf("the leader's parent %d is %q, not the reaper", reaperPid, proc.CommandLine(reaperPid))
 	}
 	if err := syscall.Kill(reaperPid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -129,12 +128,7 @@ func TestAgentAndReaperKilledSweptAtStart(t *testing.T) {
 			uuid = m[1]
 		}
 	}
-	reaperPid := 0
-	for _, c := range svChildren(first.Process.Pid) {
-		if cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(c) + "/cmdline"); strings.HasPrefix(string(cmd), "ptyhub-reaper") {
-			reaperPid = c
-		}
-	}
+	reaperPid := proctest.Reaper(first.Process.Pid)
 	if reaperPid == 0 {
 		t.Fatal("the agent's reaper was not found")
 	}

@@ -740,12 +740,7 @@ func TestServerAndReaperKilled(t *testing.T) {
 		t.Fatalf("exec: %v %s", err, out)
 	}
 	pid := h.serverPID()
-	reaperPid := 0
-	for _, c := range svChildren(pid) {
-		if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c)); strings.HasPrefix(string(cmd), "ptyhub-reaper") {
-			reaperPid = c
-		}
-	}
+	reaperPid := proctest.Reaper(pid)
 	if pid == 0 || reaperPid == 0 {
 		t.Fatalf("server %d, reaper %d", pid, reaperPid)
 	}
@@ -756,21 +751,6 @@ func TestServerAndReaperKilled(t *testing.T) {
 	svWait(t, "the hangup to pass", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+r.UUID)) == 1 })
 	h.ok("ls") // starts a fresh server, which sweeps
 	svWait(t, "the next server to end what was left", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+r.UUID)) == 0 })
-}
-
-// svChildren lists the children of pid.
-func svChildren(pid int) []int {
-	var out []int
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	for _, task := range tasks {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
-		for _, f := range strings.Fields(string(b)) {
-			if c, err := strconv.Atoi(f); err == nil {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
 }
 
 // Commands started through the server run in the caller's directory and environment:

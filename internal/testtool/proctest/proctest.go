@@ -31,3 +31,19 @@ func Exited(pid int) bool {
 	in, err := proc.Stat(pid)
 	return err != nil || in.Dead()
 }
+
+// Reaper returns the pid of the reaper helper among the children of pid (a server's or
+// an agent's), 0 when it has none.
+func Reaper(pid int) int {
+	reaper := 0
+	for _, c := range proc.Children(pid) {
+		if IsReaper(c) {
+			reaper = c
+		}
+	}
+	return reaper
+}
+
+// IsReaper reports whether pid is a reaper helper (its command line starts with
+// "ptyhub-reaper").
+func IsReaper(pid int) bool { return strings.HasPrefix(proc.CommandLine(pid), "ptyhub-reaper") }
