@@ -35,19 +35,10 @@ func (h *svHub) rawAgent(args ...string) *rawAgent {
 	h.t.Helper()
 	cmd := osexec.Command(h.bin, append([]string{"mcp"}, args...)...)
 	cmd.Env, cmd.Dir = append(h.env, "PWD="+h.dir), h.dir
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	a := &rawAgent{t: h.t, cmd: cmd, in: in, lines: make(chan string, 64), stderr: &testtool.Buffer{}}
-	cmd.Stderr = a.stderr
-	if err := cmd.Start(); err != nil {
-		h.t.Fatal(err)
-	}
+	stderr := &testtool.Buffer{}
+	cmd.Stderr = stderr
+	in, out := testtool.StartPiped(h.t, cmd)
+	a := &rawAgent{t: h.t, cmd: cmd, in: in, lines: make(chan string, 64), stderr: stderr}
 	// Reads stdout until ptyhub mcp closes it.
 	go func() {
 		br := bufio.NewReaderSize(out, 1<<20)

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/session"
@@ -89,17 +90,7 @@ func TestAgentAndReaperKilledSweptAtStart(t *testing.T) {
 	agent := func() (*osexec.Cmd, io.WriteCloser, *bufio.Reader) {
 		cmd := osexec.Command(h.bin, "mcp")
 		cmd.Env, cmd.Dir = h.env, h.dir
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		in, out := testtool.StartPiped(t, cmd)
 		t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
 		return cmd, in, bufio.NewReader(out)
 	}

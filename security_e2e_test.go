@@ -208,17 +208,7 @@ func nsHub(t *testing.T, h *svHub, setup string) *svHub {
 		`mount -t tmpfs -o size=64k,mode=0700 tmpfs "$STATE"; `+setup+`; echo ready; exec cat >/dev/null`)
 	holder.Env = append(os.Environ(), "STATE="+state)
 	holder.Stderr = os.Stderr
-	stdin, err := holder.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := holder.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, out := testtool.StartPiped(t, holder)
 	t.Cleanup(func() { stdin.Close(); holder.Wait() })
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("the mount namespace was not set up: %q %v", line, err)

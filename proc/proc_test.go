@@ -203,17 +203,7 @@ func TestUsageAndDescendants(t *testing.T) {
 	}
 	testtool.Need(t, "python3")
 	cmd := exec.Command("python3", "-c", "import socket,sys\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen()\nprint(s.getsockname()[1], flush=True)\nsys.stdin.read()")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, out := testtool.StartPiped(t, cmd)
 	defer func() { in.Close(); cmd.Wait() }()
 	var port int
 	if _, err := fmt.Fscan(out, &port); err != nil {

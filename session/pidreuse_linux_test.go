@@ -150,18 +150,8 @@ sys.stdin.read()
 `
 	cmd := exec.Command("python3", "-c", prog)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, out := testtool.StartPiped(t, cmd)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if line != "ready\n" {
 		cmd.Process.Kill()
