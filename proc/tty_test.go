@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/creack/pty"
+
+
+	"github.com/ptyhub/ptyhub/internal/testtool"
 )
 
 // TerminalPath names the controlling terminal open on standard input so that it can be
@@ -29,17 +32,8 @@ func TestTerminalPath(t *testing.T) {
 	defer slave.Close()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestTerminalPath$")
 	cmd.Env = append(os.Environ(), "PTYHUB_TEST_TERMINAL_PATH=1")
-	cmd.Stdin = slave
 	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, _ := bufio.NewReader(out).ReadString('\n')
+	line, _ := bufio.NewReader(testtool.StartOnTerminal(t, cmd, slave)).ReadString('\n')
 	if err := cmd.Wait(); err != nil || !strings.HasPrefix(line, "path ") {
 		t.Fatalf("TerminalPath(0) on the controlling terminal: %q, %v", line, err)
 	}

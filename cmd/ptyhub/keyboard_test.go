@@ -5,11 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+
+
+	"github.com/ptyhub/ptyhub/internal/testtool"
 )
 
 // keyboardChildEnv makes the test binary run keyboardChild instead of the tests (TestMain
@@ -30,19 +32,10 @@ func TestOpenKeyboard(t *testing.T) {
 	defer slave.Close()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), keyboardChildEnv+"=1")
-	cmd.Stdin = slave
 	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	out := bufio.NewReader(testtool.StartOnTerminal(t, cmd, slave))
 	defer cmd.Wait()
 	defer cmd.Process.Kill()
-	out := bufio.NewReader(pipe)
 	opened, _ := out.ReadString('\n')
 	if opened != "opened pollable\n" {
 		t.Fatalf("openKeyboard on a terminal: %q, want a new, pollable open of the terminal", opened)
