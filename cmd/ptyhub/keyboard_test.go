@@ -10,7 +10,6 @@ import (
 
 	"github.com/creack/pty"
 
-
 	"github.com/ptyhub/ptyhub/internal/testtool"
 )
 
