@@ -158,6 +158,19 @@ func e2eClientDir(t *testing.T) string {
 	return e2eNodeDir(t, "mcpclient", "@modelcontextprotocol/sdk", "client.mjs", "callers.mjs", "notify.mjs", "steps.mjs", "waiting.mjs")
 }
 
+// e2eRunClient runs cmd, a client script under Node.js named name, and returns the lines
+// it printed (one JSON object each) with its whole stdout and stderr; it fails t when
+// the client fails.
+func e2eRunClient(t *testing.T, cmd *osexec.Cmd, name string) (lines []string, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", name, err, out.String(), errb.String())
+	}
+	return strings.Split(strings.TrimSpace(out.String()), "\n"), out.String(), errb.String()
+}
+
 // e2eNodeDir returns a directory holding the scripts of testdata/NAME and the
 // node_modules of its package-lock.json (where package pkg is installed): those in
 // testdata/NAME when present (.ci/run installs them there), else installed once into the
@@ -344,13 +357,9 @@ func TestMCPCallers(t *testing.T) {
 	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "callers.mjs"), bin, string(js))
 	cmd.Dir = dir
 	cmd.Env = sv.env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("callers.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
+	lines, _, stderr := e2eRunClient(t, cmd, "callers.mjs")
 	got := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+	for _, line := range lines {
 		var m struct {
 			Agent, Step, Text, Error string
 			IsError                  bool
@@ -386,6 +395,6 @@ func TestMCPCallers(t *testing.T) {
 		t.Errorf("b/list does not show agent a's sessions (not one shared server?):\n%s", got["b/list"])
 	}
 	if t.Failed() {
-		t.Logf("stderr:\n%s", stderr.String())
+		t.Logf("stderr:\n%s", stderr)
 	}
 }

@@ -1,7 +1,6 @@
 package ptyhub_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,20 +45,26 @@ func runNotify(t *testing.T, mcpArgs []string, steps []map[string]any) (map[stri
 	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "notify.mjs"), sv.bin, string(js))
 	cmd.Dir = sv.dir
 	cmd.Env = append(sv.env, "PTYHUB_E2E_MCP_ARGS="+string(args))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("notify.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	got := map[string]notifyStep{}
 	var notes []notifyStep
-	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+	got := stepsOf(t, cmd, "notify.mjs", &notes)
+	return got, notes
+}
+
+// stepsOf runs cmd, a steps client (steps.mjs, notify.mjs) named name, and returns the
+// steps it printed by name, failing t on a step's error and when the client did not
+// reach its "closed" step. With notes, the notifications it printed go there in the order
+// they came; without, a notification is a step like any other.
+func stepsOf(t *testing.T, cmd *osexec.Cmd, name string, notes *[]notifyStep) map[string]notifyStep {
+	t.Helper()
+	lines, stdout, stderr := e2eRunClient(t, cmd, name)
+	got := map[string]notifyStep{}
+	for _, line := range lines {
 		var s notifyStep
 		if err := json.Unmarshal([]byte(line), &s); err != nil {
 			t.Fatalf("client printed %q: %v", line, err)
 		}
-		if s.Notification != "" {
-			notes = append(notes, s)
+		if notes != nil && s.Notification != "" {
+			*notes = append(*notes, s)
 			continue
 		}
 		if s.Error != "" {
@@ -68,12 +73,12 @@ func runNotify(t *testing.T, mcpArgs []string, steps []map[string]any) (map[stri
 		got[s.Step] = s
 	}
 	if _, ok := got["closed"]; !ok {
-		t.Errorf("the client did not finish:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+		t.Errorf("the client did not finish:\n%s\nstderr:\n%s", stdout, stderr)
 	}
 	if t.Failed() {
-		t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+		t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	}
-	return got, notes
+	return got
 }
 
 func mkfifo(t *testing.T) string {

@@ -32,29 +32,7 @@ func runSteps(t *testing.T, sv *svHub, mcpArgs []string, steps []map[string]any)
 	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "steps.mjs"), sv.bin, string(js))
 	cmd.Dir = sv.dir
 	cmd.Env = append(sv.env, "PWD="+sv.dir, "PTYHUB_E2E_MCP_ARGS="+string(args))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("steps.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	got := map[string]notifyStep{}
-	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
-		var s notifyStep
-		if err := json.Unmarshal([]byte(line), &s); err != nil {
-			t.Fatalf("client printed %q: %v", line, err)
-		}
-		if s.Error != "" {
-			t.Errorf("step %s: %s", s.Step, s.Error)
-		}
-		got[s.Step] = s
-	}
-	if _, ok := got["closed"]; !ok {
-		t.Errorf("the client did not finish:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	}
-	if t.Failed() {
-		t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	}
-	return got
+	return stepsOf(t, cmd, "steps.mjs", nil)
 }
 
 // field returns a step's structured field as a string ("" when absent).
