@@ -35,28 +35,29 @@ type notifyStep struct {
 // name and the notifications in the order they came.
 func runNotify(t *testing.T, mcpArgs []string, steps []map[string]any) (map[string]notifyStep, []notifyStep) {
 	t.Helper()
-	node := testtool.Path(t, "node") // Node.js 18 or later runs the TypeScript MCP client
-	dir := e2eClientDir(t)
-	sv := svNew(t)
-	js, _ := json.Marshal(steps)
-	args, _ := json.Marshal(mcpArgs)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "notify.mjs"), sv.bin, string(js))
-	cmd.Dir = sv.dir
-	cmd.Env = append(sv.env, "PTYHUB_E2E_MCP_ARGS="+string(args))
 	var notes []notifyStep
-	got := stepsOf(t, cmd, "notify.mjs", &notes)
+	got := stepsOf(t, svNew(t), "notify.mjs", mcpArgs, steps, &notes)
 	return got, notes
 }
 
-// stepsOf runs cmd, a steps client (steps.mjs, notify.mjs) named name, and returns the
-// steps it printed by name, failing t on a step's error and when the client did not
-// reach its "closed" step. With notes, the notifications it printed go there in the order
-// they came; without, a notification is a step like any other.
-func stepsOf(t *testing.T, cmd *osexec.Cmd, name string, notes *[]notifyStep) map[string]notifyStep {
+// stepsOf runs steps with script, a steps client in testdata/mcpclient (steps.mjs,
+// notify.mjs), against `ptyhub mcpArgs…` started in sv's project directory with sv's
+// environment, and returns the steps it printed by name, failing t on a step's error and
+// when the client did not reach its "closed" step. With notes, the notifications it
+// printed go there in the order they came; without, a notification is a step like any
+// other.
+func stepsOf(t *testing.T, sv *svHub, script string, mcpArgs []string, steps []map[string]any, notes *[]notifyStep) map[string]notifyStep {
 	t.Helper()
-	lines, stdout, stderr := e2eRunClient(t, cmd, name)
+	node := testtool.Path(t, "node") // Node.js 18 or later runs the TypeScript MCP client
+	dir := e2eClientDir(t)
+	js, _ := json.Marshal(steps)
+	args, _ := json.Marshal(mcpArgs)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, script), sv.bin, string(js))
+	cmd.Dir = sv.dir
+	cmd.Env = append(sv.env, "PWD="+sv.dir, "PTYHUB_E2E_MCP_ARGS="+string(args))
+	lines, stdout, stderr := e2eRunClient(t, cmd, script)
 	got := map[string]notifyStep{}
 	for _, line := range lines {
 		var s notifyStep
