@@ -30,10 +30,7 @@ func TestWaitingForInputE2E(t *testing.T) {
 	ctx := context.Background()
 
 	// exec python3 -q comes back at the prompt, not at the 10 s deadline.
-	r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"python3", "-q"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := exec(t, c, session.ExecRequest{Argv: []string{"python3", "-q"}})
 	defer c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
 	if r.ReturnedBecause != session.BecauseWaitingForInput || !strings.HasSuffix(r.Output, ">>> ") {
 		t.Fatalf("exec: returned because %q after %.1f ms with %q, want waiting_for_input at \">>> \"", r.ReturnedBecause, r.WallTimeMs, r.Output)
@@ -43,10 +40,7 @@ func TestWaitingForInputE2E(t *testing.T) {
 	}
 	// A REPL turn: the answer and the next prompt, no wait_for.
 	for i := range 5 {
-		r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: "1+1\n", YieldTimeMs: new(int64(10_000))})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "1+1\n", YieldTimeMs: new(int64(10_000))})
 		if r.ReturnedBecause != session.BecauseWaitingForInput || !strings.Contains(r.Output, "\n2\n>>> ") {
 			t.Fatalf("turn %d: returned because %q after %.1f ms with %q, want waiting_for_input with 2 and the prompt", i, r.ReturnedBecause, r.WallTimeMs, r.Output)
 		}
@@ -54,10 +48,7 @@ func TestWaitingForInputE2E(t *testing.T) {
 
 	// A program that sleeps then prints is not waiting: the call ends at its exit (the
 	// quiet heuristic too: a silent sleep does not have the shape of a prompt).
-	r, err = c.Exec(ctx, session.ExecRequest{Cmd: "sleep 1; echo done"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = exec(t, c, session.ExecRequest{Cmd: "sleep 1; echo done"})
 	if r.ReturnedBecause != session.BecauseExit || !strings.Contains(r.Output, "done") {
 		t.Fatalf("sleep: returned because %q after %.1f ms with %q, want exit with done", r.ReturnedBecause, r.WallTimeMs, r.Output)
 	}
