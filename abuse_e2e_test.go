@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 )
 
 // rawAgent drives `ptyhub mcp` with raw JSON-RPC lines, as a client that sends what it
@@ -34,19 +35,10 @@ func (h *svHub) rawAgent(args ...string) *rawAgent {
 	h.t.Helper()
 	cmd := osexec.Command(h.bin, append([]string{"mcp"}, args...)...)
 	cmd.Env, cmd.Dir = append(h.env, "PWD="+h.dir), h.dir
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	a := &rawAgent{t: h.t, cmd: cmd, in: in, lines: make(chan string, 64), stderr: &testtool.Buffer{}}
-	cmd.Stderr = a.stderr
-	if err := cmd.Start(); err != nil {
-		h.t.Fatal(err)
-	}
+	stderr := &testtool.Buffer{}
+	cmd.Stderr = stderr
+	in, out := testtool.StartPiped(h.t, cmd)
+	a := &rawAgent{t: h.t, cmd: cmd, in: in, lines: make(chan string, 64), stderr: stderr}
 	// Reads stdout until ptyhub mcp closes it.
 	go func() {
 		br := bufio.NewReaderSize(out, 1<<20)
@@ -256,7 +248,7 @@ func TestMCPPipedRequestsAnswered(t *testing.T) {
 			}
 		}
 		svWait(t, "the piped agent's session to end", func() bool {
-			return len(procsWithEnv("PTYHUB_TEST_MARKER="+marker)) == 0
+			return len(proctest.WithEnv("PTYHUB_TEST_MARKER="+marker)) == 0
 		})
 	}
 }
@@ -288,7 +280,7 @@ func TestMCPKillSurvivorsBudget(t *testing.T) {
 	if len(text) > 2000 || !strings.Contains(text, fmt.Sprintf("… %d more", int(more))) {
 		t.Errorf("kill_session's text (%d bytes): %s", len(text), trimmed(text))
 	}
-	svWait(t, "the session's jobs to end", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+r["uuid"].(string))) == 0 })
+	svWait(t, "the session's jobs to end", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+r["uuid"].(string))) == 0 })
 }
 
 // Many exec_command calls at once from one agent: the session limit holds (never more

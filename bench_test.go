@@ -152,7 +152,7 @@ func BenchmarkREPLTurn(b *testing.B) {
 		readUntil("2\r\n>>> ")
 		floor = append(floor, time.Since(t0))
 		t0 = time.Now()
-		r, err := c.Write(ctx, session.WriteRequest{SessionID: id, Chars: "1+1\n", WaitFor: ">>> $", YieldTimeMs: ms(10000)})
+		r, err := c.Write(ctx, session.WriteRequest{SessionID: id, Chars: "1+1\n", WaitFor: ">>> $", YieldTimeMs: new(int64(10000))})
 		prod = append(prod, time.Since(t0))
 		if err != nil || r.ReturnedBecause != session.BecausePattern || !bytes.Contains([]byte(r.Output), []byte("2\n>>> ")) {
 			b.Fatalf("turn %d: %v %s %q", len(prod), err, r.ReturnedBecause, r.Output)
@@ -205,7 +205,7 @@ func BenchmarkCollect1GiB(b *testing.B) {
 			}
 		}()
 		t0, c0 = time.Now(), selfCPU()
-		r, err := c.Exec(ctx, session.ExecRequest{Cmd: script, YieldTimeMs: ms(600000)})
+		r, err := c.Exec(ctx, session.ExecRequest{Cmd: script, YieldTimeMs: new(int64(600000))})
 		prod = append(prod, time.Since(t0))
 		prodCPU = append(prodCPU, selfCPU()-c0)
 		close(stop)

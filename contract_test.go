@@ -31,9 +31,9 @@ func TestPipeControlKeys(t *testing.T) {
 	off := new(false)
 	t.Run("ctrl-c", func(t *testing.T) {
 		t.Parallel()
-		r := exec(t, c, session.ExecRequest{TTY: off, YieldTimeMs: ms(10000), WaitFor: "READY",
+		r := exec(t, c, session.ExecRequest{TTY: off, YieldTimeMs: new(int64(10000)), WaitFor: "READY",
 			Argv: []string{"python3", "-u", "-c", "import time\ntry:\n    print('READY')\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('INTERRUPTED')\n"}})
-		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "\u0003", YieldTimeMs: ms(10000)})
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "\u0003", YieldTimeMs: new(int64(10000))})
 		out, r := untilExit(t, c, r)
 		if !strings.Contains(out, "INTERRUPTED") || r.ExitCode == nil || *r.ExitCode != 0 {
 			t.Errorf("^C on pipes: output %q, exit %s %q", out, exitOf(r), r.Signal)
@@ -43,8 +43,8 @@ func TestPipeControlKeys(t *testing.T) {
 		t.Parallel()
 		// sleep itself, not `bash -c 'sleep 60'`: bash catches SIGINT and SIGQUIT for a
 		// moment while it starts, and a signal landing then is lost (as in a terminal).
-		r := exec(t, c, session.ExecRequest{TTY: off, Argv: []string{"sleep", "60"}, YieldTimeMs: ms(0)})
-		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Keys: []string{"C-c"}, YieldTimeMs: ms(10000)})
+		r := exec(t, c, session.ExecRequest{TTY: off, Argv: []string{"sleep", "60"}, YieldTimeMs: new(int64(0))})
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Keys: []string{"C-c"}, YieldTimeMs: new(int64(10000))})
 		_, r = untilExit(t, c, r)
 		if r.Signal != "SIGINT" {
 			t.Errorf("keys C-c on pipes: exit %s %q, want SIGINT", exitOf(r), r.Signal)
@@ -52,8 +52,8 @@ func TestPipeControlKeys(t *testing.T) {
 	})
 	t.Run("ctrl-backslash", func(t *testing.T) {
 		t.Parallel()
-		r := exec(t, c, session.ExecRequest{TTY: off, Argv: []string{"sleep", "60"}, YieldTimeMs: ms(0)})
-		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "\u001c", YieldTimeMs: ms(10000)})
+		r := exec(t, c, session.ExecRequest{TTY: off, Argv: []string{"sleep", "60"}, YieldTimeMs: new(int64(0))})
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "\u001c", YieldTimeMs: new(int64(10000))})
 		_, r = untilExit(t, c, r)
 		if r.Signal != "SIGQUIT" {
 			t.Errorf("^\\ on pipes: exit %s %q, want SIGQUIT", exitOf(r), r.Signal)
@@ -61,8 +61,8 @@ func TestPipeControlKeys(t *testing.T) {
 	})
 	t.Run("ctrl-d", func(t *testing.T) {
 		t.Parallel()
-		r := exec(t, c, session.ExecRequest{TTY: off, Cmd: "wc -c", YieldTimeMs: ms(0)})
-		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "abc\u0004", YieldTimeMs: ms(10000)})
+		r := exec(t, c, session.ExecRequest{TTY: off, Cmd: "wc -c", YieldTimeMs: new(int64(0))})
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "abc\u0004", YieldTimeMs: new(int64(10000))})
 		out, r := untilExit(t, c, r)
 		if strings.TrimSpace(out) != "3" || r.ExitCode == nil || *r.ExitCode != 0 {
 			t.Errorf("^D on pipes: output %q, exit %s %q; want 3 bytes counted and exit 0", out, exitOf(r), r.Signal)
@@ -92,7 +92,7 @@ func TestWriteToExited(t *testing.T) {
 	refused("exit reported to this client", c, r.SessionID)
 	refused("exit seen by another client", other, r.SessionID)
 
-	r = exec(t, c, session.ExecRequest{Cmd: "exec sleep 60", YieldTimeMs: ms(0)})
+	r = exec(t, c, session.ExecRequest{Cmd: "exec sleep 60", YieldTimeMs: new(int64(0))})
 	if _, err := c.Kill(context.Background(), session.KillRequest{SessionID: r.SessionID}); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestWriteToExited(t *testing.T) {
 
 	for _, sig := range []string{"TERM", "KILL"} {
 		for _, tty := range []bool{true, false} {
-			r = exec(t, c, session.ExecRequest{Argv: []string{"sleep", "60"}, TTY: &tty, YieldTimeMs: ms(0)})
+			r = exec(t, c, session.ExecRequest{Argv: []string{"sleep", "60"}, TTY: &tty, YieldTimeMs: new(int64(0))})
 			k, err := c.Kill(context.Background(), session.KillRequest{SessionID: r.SessionID, Signal: sig})
 			if err != nil {
 				t.Fatal(err)
@@ -119,14 +119,14 @@ func TestPollWaitsForNews(t *testing.T) {
 	t.Parallel()
 	_, c := newClient(t, session.Options{})
 	r := exec(t, c, session.ExecRequest{Argv: []string{"bash", "--norc", "--noprofile", "-i"},
-		Env: map[string]string{"PS1": "$ "}, YieldTimeMs: ms(10000)})
+		Env: map[string]string{"PS1": "$ "}, YieldTimeMs: new(int64(10000))})
 	if r.ReturnedBecause != session.BecauseWaitingForInput {
 		t.Fatalf("bash: returned because %s, output %q", r.ReturnedBecause, r.Output)
 	}
-	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "(sleep 1; echo BG$((6*7))DONE) &\n", YieldTimeMs: ms(10000)})
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "(sleep 1; echo BG$((6*7))DONE) &\n", YieldTimeMs: new(int64(10000))})
 	out := r.Output
 	for i := 0; i < 3 && !strings.Contains(out, "BG42DONE"); i++ {
-		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: ms(10000)})
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: new(int64(10000))})
 		out += r.Output
 		if r.Output == "" && r.ReturnedBecause != session.BecauseDeadline {
 			t.Errorf("empty poll returned at once with nothing, because %s", r.ReturnedBecause)
@@ -142,7 +142,7 @@ func TestPollWaitsForNews(t *testing.T) {
 func TestKeysFollowTerminalModes(t *testing.T) {
 	t.Parallel()
 	_, c := newClient(t, session.Options{})
-	r := exec(t, c, session.ExecRequest{Cmd: "seq 1 200 | less", YieldTimeMs: ms(10000)})
+	r := exec(t, c, session.ExecRequest{Cmd: "seq 1 200 | less", YieldTimeMs: new(int64(10000))})
 	if r.ReturnedBecause != session.BecauseWaitingForInput {
 		t.Fatalf("less: returned because %s: %q", r.ReturnedBecause, r.Output)
 	}
@@ -158,16 +158,16 @@ func TestKeysFollowTerminalModes(t *testing.T) {
 		t.Fatalf("less starts with row %q, want 1", got)
 	}
 	for i, want := range []string{"2", "3"} {
-		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Keys: []string{"Down"}, YieldTimeMs: ms(10000)})
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Keys: []string{"Down"}, YieldTimeMs: new(int64(10000))})
 		if got := top(); got != want {
 			t.Fatalf("after %d× Down the top row is %q, want %q", i+1, got, want)
 		}
 	}
-	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Keys: []string{"Up"}, YieldTimeMs: ms(10000)})
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Keys: []string{"Up"}, YieldTimeMs: new(int64(10000))})
 	if got := top(); got != "2" {
 		t.Errorf("after Up the top row is %q, want 2", got)
 	}
-	write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "q", YieldTimeMs: ms(10000)})
+	write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "q", YieldTimeMs: new(int64(10000))})
 }
 
 // TestWaitForSkipsEcho: wait_for matches what the program printed, not the terminal's
@@ -179,20 +179,20 @@ func TestWaitForSkipsEcho(t *testing.T) {
 	for _, pat := range []string{"DONE", "^DONE$", "ON"} {
 		// A shell waiting at its prompt, as an agent finds it.
 		r = exec(t, c, session.ExecRequest{Argv: []string{"bash", "--norc", "--noprofile", "-i"},
-			Env: map[string]string{"PS1": "$ "}, YieldTimeMs: ms(10000)})
-		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "sleep 0.2; echo DONE\n", WaitFor: pat, YieldTimeMs: ms(10000)})
+			Env: map[string]string{"PS1": "$ "}, YieldTimeMs: new(int64(10000))})
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "sleep 0.2; echo DONE\n", WaitFor: pat, YieldTimeMs: new(int64(10000))})
 		if r.ReturnedBecause != session.BecausePattern || !strings.Contains("\n"+r.Output, "\nDONE") {
 			t.Errorf("wait_for %q: returned because %s with %q; want the program's DONE line", pat, r.ReturnedBecause, r.Output)
 		}
 	}
 	// A program that prints what it read: its line is not the echo.
-	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "cat\n", WaitFor: `^cat$`, YieldTimeMs: ms(300)})
-	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "hello\n", WaitFor: "^hello$", YieldTimeMs: ms(10000)})
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "cat\n", WaitFor: `^cat$`, YieldTimeMs: new(int64(300))})
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "hello\n", WaitFor: "^hello$", YieldTimeMs: new(int64(10000))})
 	if r.ReturnedBecause != session.BecausePattern || strings.Count(r.Output, "hello") != 2 {
 		t.Errorf("wait_for ^hello$ on cat: returned because %s with %q; want the echo and cat's line", r.ReturnedBecause, r.Output)
 	}
 	// On pipes there is no echo; ^/$ still anchor at line boundaries.
-	r = exec(t, c, session.ExecRequest{Cmd: "echo one; echo DONE; sleep 60", TTY: new(false), WaitFor: "^DONE$", YieldTimeMs: ms(10000)})
+	r = exec(t, c, session.ExecRequest{Cmd: "echo one; echo DONE; sleep 60", TTY: new(false), WaitFor: "^DONE$", YieldTimeMs: new(int64(10000))})
 	if r.ReturnedBecause != session.BecausePattern {
 		t.Errorf("wait_for ^DONE$ on pipes: returned because %s with %q", r.ReturnedBecause, r.Output)
 	}
@@ -214,7 +214,7 @@ while not buf.endswith(b"R"):
 os.write(1, b"GOT " + buf[1:] + b"\r\n")
 `
 	for i := 0; i < 20; i++ {
-		r := exec(t, c, session.ExecRequest{Argv: []string{"python3", "-c", script}, YieldTimeMs: ms(10000)})
+		r := exec(t, c, session.ExecRequest{Argv: []string{"python3", "-c", script}, YieldTimeMs: new(int64(10000))})
 		if r.ReturnedBecause != session.BecauseExit || !strings.Contains(r.Output, "GOT [1;1R") {
 			t.Fatalf("run %d: returned because %s with %q; want the exit after the answer", i, r.ReturnedBecause, r.Output)
 		}
@@ -328,12 +328,12 @@ while i < len(d):
     i += n
 `, seed, file)
 			res := exec(t, c, session.ExecRequest{Argv: []string{"python3", "-c", script}, TTY: &tty,
-				MaxOutputTokens: ms(budget), YieldTimeMs: ms(30000)})
+				MaxOutputTokens: new(int64(budget)), YieldTimeMs: new(int64(30000))})
 			if res.State != session.StateExited {
 				t.Fatalf("the program did not finish in one call: %+v", res.ReturnedBecause)
 			}
 			read := func(from, to int64, budget int64) *session.Result {
-				rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: res.SessionID, From: &from, To: &to, MaxOutputTokens: ms(budget)})
+				rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: res.SessionID, From: &from, To: &to, MaxOutputTokens: new(int64(budget))})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -591,14 +591,14 @@ func TestTokenCountStable(t *testing.T) {
 			for i, chunks := range []string{"[4096]", "[1, 100, 7000, 65536]"} {
 				script := fmt.Sprintf("import os, random\nrandom.seed(%d)\nd = open(%q, 'rb').read()\ni = 0\nwhile i < len(d):\n    n = random.choice(%s)\n    os.write(1, d[i:i+n])\n    i += n\n", i, file, chunks)
 				budget := []int64{200, 3000}[i]
-				r := exec(t, c, session.ExecRequest{Argv: []string{"python3", "-c", script}, TTY: new(true), MaxOutputTokens: ms(budget), YieldTimeMs: ms(60000)})
+				r := exec(t, c, session.ExecRequest{Argv: []string{"python3", "-c", script}, TTY: new(true), MaxOutputTokens: new(int64(budget)), YieldTimeMs: new(int64(60000))})
 				if r.State != session.StateExited || r.OriginalTokenCount == nil {
 					t.Fatalf("%s: %s, count %v", name, r.ReturnedBecause, r.OriginalTokenCount)
 				}
 				counts = append(counts, *r.OriginalTokenCount)
 				for _, b := range []int64{2000, 5000} {
 					from, to := int64(0), r.NextOffset
-					rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: r.SessionID, From: &from, To: &to, MaxOutputTokens: ms(b)})
+					rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: r.SessionID, From: &from, To: &to, MaxOutputTokens: new(int64(b))})
 					if err != nil || rr.OriginalTokenCount == nil {
 						t.Fatalf("read: %v %+v", err, rr)
 					}

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -31,7 +32,7 @@ func waitNoProcs(t *testing.T, kv string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		left := procsWithEnv(kv)
+		left := proctest.WithEnv(kv)
 		if len(left) == 0 {
 			return
 		}
@@ -44,7 +45,7 @@ func waitNoProcs(t *testing.T, kv string) {
 			n, _ := unix.Poll(fds, max(int(time.Until(deadline).Milliseconds()), 0))
 			unix.Close(fd)
 			if n == 0 {
-				t.Fatalf("processes with %s still alive: %v", kv, procsWithEnv(kv))
+				t.Fatalf("processes with %s still alive: %v", kv, proctest.WithEnv(kv))
 			}
 		}
 	}
@@ -55,7 +56,7 @@ func waitNoProcs(t *testing.T, kv string) {
 func TestEdgeExitBeforeEOF(t *testing.T) {
 	t.Parallel()
 	_, c := newClient(t, session.Options{})
-	r := exec(t, c, session.ExecRequest{Cmd: `setsid sleep 600 & echo hi`, YieldTimeMs: ms(60000)})
+	r := exec(t, c, session.ExecRequest{Cmd: `setsid sleep 600 & echo hi`, YieldTimeMs: new(int64(60000))})
 	if r.State != session.StateExited || r.ExitCode == nil || *r.ExitCode != 0 || r.Output != "hi\n" {
 		t.Fatalf("got %+v, want hi and exit 0 before the yield", r)
 	}
@@ -94,8 +95,8 @@ func TestEdgeNULAndControlBytes(t *testing.T) {
 	// reads the terminal) keeps DEL from erasing in cooked mode.
 	testtool.KernelOnly(t, "holding typeahead until the program reads the terminal needs /proc wait channels")
 	_, c := newClient(t, session.Options{})
-	r := exec(t, c, session.ExecRequest{Cmd: `stty raw -echo; head -c 5 | od -An -tx1`, YieldTimeMs: ms(0)})
-	w := write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "a\u0000\u0001\u007fb", YieldTimeMs: ms(20000)})
+	r := exec(t, c, session.ExecRequest{Cmd: `stty raw -echo; head -c 5 | od -An -tx1`, YieldTimeMs: new(int64(0))})
+	w := write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "a\u0000\u0001\u007fb", YieldTimeMs: new(int64(20000))})
 	out, _ := untilExit(t, c, w)
 	if !strings.Contains(out, "61 00 01 7f 62") {
 		t.Errorf("od saw %q, want 61 00 01 7f 62", out)
@@ -124,7 +125,7 @@ func TestEdgeHugePayload(t *testing.T) {
 	_, c := newClient(t, session.Options{})
 	dir := t.TempDir()
 	const n = 512 << 10
-	r := exec(t, c, session.ExecRequest{Cmd: fmt.Sprintf(`stty raw -echo; head -c %d > f; sha256sum f`, n), Workdir: dir, YieldTimeMs: ms(0)})
+	r := exec(t, c, session.ExecRequest{Cmd: fmt.Sprintf(`stty raw -echo; head -c %d > f; sha256sum f`, n), Workdir: dir, YieldTimeMs: new(int64(0))})
 	if _, err := c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, Chars: strings.Repeat("x", 2<<20)}); !errors.Is(err, session.ErrInvalid) {
 		t.Errorf("2 MiB write: %v, want ErrInvalid", err)
 	}
@@ -134,7 +135,7 @@ func TestEdgeHugePayload(t *testing.T) {
 	}
 	payload := b.String()[:n]
 	sum := sha256.Sum256([]byte(payload))
-	w := write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: payload, YieldTimeMs: ms(60000)})
+	w := write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: payload, YieldTimeMs: new(int64(60000))})
 	out, _ := untilExit(t, c, w)
 	if !strings.Contains(out, hex.EncodeToString(sum[:])) {
 		t.Errorf("sha256sum printed %q, want %x", out, sum)
@@ -147,14 +148,14 @@ func TestEdgeConcurrentWriters(t *testing.T) {
 	_, c := newClient(t, session.Options{})
 	dir := t.TempDir()
 	const writers, lines, size = 2, 1000, 1024
-	r := exec(t, c, session.ExecRequest{Cmd: fmt.Sprintf(`stty raw -echo; head -c %d > f; echo done`, writers*lines*size), Workdir: dir, YieldTimeMs: ms(0)})
+	r := exec(t, c, session.ExecRequest{Cmd: fmt.Sprintf(`stty raw -echo; head -c %d > f; echo done`, writers*lines*size), Workdir: dir, YieldTimeMs: new(int64(0))})
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
 			for i := range lines {
 				line := fmt.Sprintf("w%d-%04d ", w, i)
 				line += strings.Repeat(string(rune('a'+w)), size-len(line)-1) + "\n"
-				if _, err := c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, Chars: line, YieldTimeMs: ms(0)}); err != nil {
+				if _, err := c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, Chars: line, YieldTimeMs: new(int64(0))}); err != nil {
 					t.Errorf("writer %d line %d: %v", w, i, err)
 					return
 				}
@@ -162,7 +163,7 @@ func TestEdgeConcurrentWriters(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	untilExit(t, c, write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: ms(60000), WaitFor: "done"}))
+	untilExit(t, c, write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: new(int64(60000)), WaitFor: "done"}))
 	data, err := os.ReadFile(filepath.Join(dir, "f"))
 	if err != nil {
 		t.Fatal(err)
@@ -237,12 +238,12 @@ func TestEdgeServerDetachedAndUnixOnly(t *testing.T) {
 func TestEdgeStoppedProcesses(t *testing.T) {
 	t.Parallel()
 	_, c := newClient(t, session.Options{})
-	r := exec(t, c, session.ExecRequest{Cmd: `kill -STOP $$; echo resumed`, YieldTimeMs: ms(60000)})
+	r := exec(t, c, session.ExecRequest{Cmd: `kill -STOP $$; echo resumed`, YieldTimeMs: new(int64(60000))})
 	out, r := untilExit(t, c, r)
 	if out != "resumed\n" || r.ExitCode == nil || *r.ExitCode != 0 {
 		t.Errorf("stopped leader: %q %+v", out, r)
 	}
-	r = exec(t, c, session.ExecRequest{Cmd: `sleep 1000 & kill -STOP $!; echo ready; read x`, WaitFor: "ready", YieldTimeMs: ms(60000)})
+	r = exec(t, c, session.ExecRequest{Cmd: `sleep 1000 & kill -STOP $!; echo ready; read x`, WaitFor: "ready", YieldTimeMs: new(int64(60000))})
 	k, err := c.Kill(context.Background(), session.KillRequest{SessionID: r.SessionID})
 	if err != nil {
 		t.Fatal(err)
@@ -293,8 +294,8 @@ func TestEdgeDetachFromTUIResetsModes(t *testing.T) {
 func TestEdgeForkStorm(t *testing.T) {
 	t.Parallel()
 	_, c := newClient(t, session.Options{})
-	r := exec(t, c, session.ExecRequest{Cmd: `set -m; while :; do sleep 1000 & done`, YieldTimeMs: ms(0)})
-	svWait(t, "200 forked jobs", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+r.UUID)) >= 200 })
+	r := exec(t, c, session.ExecRequest{Cmd: `set -m; while :; do sleep 1000 & done`, YieldTimeMs: new(int64(0))})
+	svWait(t, "200 forked jobs", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+r.UUID)) >= 200 })
 	k, err := c.Kill(context.Background(), session.KillRequest{SessionID: r.SessionID})
 	if err != nil {
 		t.Fatal(err)

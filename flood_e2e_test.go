@@ -88,7 +88,7 @@ func TestFloodTranscriptLosesNothing(t *testing.T) {
 			// -opost: the terminal passes every byte as it is (no \n → \r\n), so what the
 			// session reads is exactly the file.
 			r := exec(t, c, session.ExecRequest{Cmd: "stty -opost && cat " + file,
-				MaxOutputTokens: ms(2000), YieldTimeMs: ms(300000)})
+				MaxOutputTokens: new(int64(2000)), YieldTimeMs: new(int64(300000))})
 			if r.State != session.StateExited || r.ExitCode == nil || *r.ExitCode != 0 {
 				t.Fatalf("flood did not end well: %s", exitOf(r))
 			}
@@ -116,7 +116,7 @@ func TestFloodTranscriptLosesNothing(t *testing.T) {
 			// The first bytes left the 4 MiB ring long ago: they come back from disk.
 			to := int64(8 << 10)
 			rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: r.SessionID, View: "raw",
-				From: new(int64(0)), To: &to, MaxOutputTokens: ms(100000)})
+				From: new(int64(0)), To: &to, MaxOutputTokens: new(int64(100000))})
 			if err != nil {
 				t.Fatal(err)
 			}

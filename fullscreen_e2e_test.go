@@ -38,7 +38,7 @@ os.system("clear")
 b = prompt("PTK> ")
 print("got", a, b)
 `
-	r := exec(t, c, session.ExecRequest{Argv: []string{"python3", "-c", script}, WaitFor: `^PTK>`, YieldTimeMs: ms(30000)})
+	r := exec(t, c, session.ExecRequest{Argv: []string{"python3", "-c", script}, WaitFor: `^PTK>`, YieldTimeMs: new(int64(30000))})
 	atPrompt := func(r *session.Result, what string) {
 		t.Helper()
 		if r.State == session.StateExited || !strings.Contains(r.Output, "PTK>") {
@@ -52,7 +52,7 @@ print("got", a, b)
 		}
 	}
 	atPrompt(r, "first prompt")
-	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "hello\r", WaitFor: `^PTK>`, YieldTimeMs: ms(30000)})
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "hello\r", WaitFor: `^PTK>`, YieldTimeMs: new(int64(30000))})
 	atPrompt(r, "second prompt")
 	// The answered prompt is one line: drawn anew on the row the agent read as "PTK>",
 	// or continuing it.
@@ -64,7 +64,7 @@ print("got", a, b)
 		}
 	}
 	answered(r.Output, "hello", "\nbetween 1\n")
-	out, end := untilExit(t, c, write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "bye\r", YieldTimeMs: ms(30000)}))
+	out, end := untilExit(t, c, write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "bye\r", YieldTimeMs: new(int64(30000))}))
 	answered(out, "bye", "got hello bye\n")
 
 	full := readRanges(t, c, end, []int64{60, 200, 700}, true)
@@ -91,7 +91,7 @@ print("got", a, b)
 func readRanges(t *testing.T, c *session.Client, end *session.Result, budgets []int64, nested bool) string {
 	t.Helper()
 	read := func(from, to, budget int64) *session.Result {
-		rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: end.SessionID, From: &from, To: &to, MaxOutputTokens: ms(budget)})
+		rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: end.SessionID, From: &from, To: &to, MaxOutputTokens: &budget})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,12 +142,12 @@ func TestVimTextView(t *testing.T) {
 	if err := os.WriteFile(file, []byte("alpha\nbeta\ngamma\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := exec(t, c, session.ExecRequest{Argv: []string{"vim", "-u", "DEFAULTS", "-i", "NONE", "-n", file}, WaitFor: `1,1 +All`, YieldTimeMs: ms(30000)})
+	r := exec(t, c, session.ExecRequest{Argv: []string{"vim", "-u", "DEFAULTS", "-i", "NONE", "-n", file}, WaitFor: `1,1 +All`, YieldTimeMs: new(int64(30000))})
 	if r.State == session.StateExited || !strings.Contains(r.Output, "alpha") || strings.Contains(r.Output, "\u25bd") {
 		t.Fatalf("vim's first screen: %+v", r)
 	}
-	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "ohello\x1b", WaitFor: `2,5 +All`, YieldTimeMs: ms(30000)})
-	out, end := untilExit(t, c, write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: ":wq\r", YieldTimeMs: ms(30000)}))
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "ohello\x1b", WaitFor: `2,5 +All`, YieldTimeMs: new(int64(30000))})
+	out, end := untilExit(t, c, write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: ":wq\r", YieldTimeMs: new(int64(30000))}))
 	if b, _ := os.ReadFile(file); string(b) != "alpha\nhello\nbeta\ngamma\n" {
 		t.Fatalf("vim wrote %q (output %q)", b, out)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 	"github.com/ptyhub/ptyhub/server"
 	"github.com/ptyhub/ptyhub/session"
 )
@@ -178,7 +179,7 @@ func TestHostedSessions(t *testing.T) {
 
 	// The agent goes: its sessions end, its socket goes, the human no longer lists them.
 	a.cs.Close()
-	svWait(t, "the agent's shell to end with it", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+shUUID)) == 0 })
+	svWait(t, "the agent's shell to end with it", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+shUUID)) == 0 })
 	svWait(t, "the host socket to go", func() bool { _, err := os.Stat(host); return os.IsNotExist(err) })
 	if ids, _ := h.lsIDs(); len(ids) != 0 {
 		t.Errorf("after the agent left, ptyhub ls: %v", ids)
@@ -196,7 +197,7 @@ func TestHostedDeadAndStoppedHosts(t *testing.T) {
 	uuid := r["uuid"].(string)
 	deadSock := server.HostSocket(h.socket, dead.cmd.Process.Pid)
 	dead.cmd.Process.Kill()
-	svWait(t, "the killed host's session to end", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+uuid)) == 0 })
+	svWait(t, "the killed host's session to end", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+uuid)) == 0 })
 	if _, err := os.Stat(deadSock); err != nil {
 		t.Fatalf("the killed host's socket is already gone: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 	"github.com/ptyhub/ptyhub/server"
 	"github.com/ptyhub/ptyhub/session"
 )
@@ -119,7 +120,7 @@ func TestServerOutOfFDs(t *testing.T) {
 	}
 	running := 0
 	for _, s := range l.Sessions {
-		if s.State == session.StateRunning && len(procsWithEnv("PTYHUB_SESSION="+s.UUID)) == 1 {
+		if s.State == session.StateRunning && len(proctest.WithEnv("PTYHUB_SESSION="+s.UUID)) == 1 {
 			running++
 		}
 	}
@@ -199,7 +200,7 @@ func TestCloseManySessions(t *testing.T) {
 	const n = 300
 	for i := range n {
 		r, err := c.Exec(context.Background(), session.ExecRequest{Cmd: "sleep 1000 & exec sleep 1000",
-			Env: map[string]string{"PTYHUB_TEST_CLOSE_MANY": strconv.Itoa(os.Getpid())}, YieldTimeMs: ms(0)})
+			Env: map[string]string{"PTYHUB_TEST_CLOSE_MANY": strconv.Itoa(os.Getpid())}, YieldTimeMs: new(int64(0))})
 		if err != nil {
 			t.Fatalf("session %d: %v", i, err)
 		}
@@ -207,11 +208,11 @@ func TestCloseManySessions(t *testing.T) {
 			t.Fatalf("session %d: %s", i, r.State)
 		}
 	}
-	svWait(t, "every session's two processes", func() bool { return len(procsWithEnv(tag)) == 2*n })
+	svWait(t, "every session's two processes", func() bool { return len(proctest.WithEnv(tag)) == 2*n })
 	if err := m.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if left := procsWithEnv(tag); len(left) > 0 {
+	if left := proctest.WithEnv(tag); len(left) > 0 {
 		t.Errorf("%d processes left after Close", len(left))
 	}
 }
@@ -305,7 +306,7 @@ func TestServerPoolsPerClient(t *testing.T) {
 	serveLimited(t, h, "1024", "--max-sessions", "9")
 	ctx := context.Background()
 	start := func(c *server.Client) *session.Result {
-		r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: ms(0)})
+		r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: new(int64(0))})
 		if err != nil {
 			t.Fatal(err)
 		}

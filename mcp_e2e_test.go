@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 )
 
 // TestMCPTypeScriptClient runs `ptyhub mcp` under the official TypeScript MCP client
@@ -139,13 +140,13 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	// Closing the client closed ptyhub's stdin: ptyhub exits and ends its sessions.
 	if pid, _ := steps["connect"]["pid"].(float64); pid > 0 {
 		e2eWaitGone(t, "ptyhub mcp", func() []int {
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d", int(pid))); err == nil && !isZombie(int(pid)) {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", int(pid))); err == nil && !proctest.Exited(int(pid)) {
 				return []int{int(pid)}
 			}
 			return nil
 		})
 	}
-	e2eWaitGone(t, "session processes", func() []int { return procsWithEnv("PTYHUB_TEST_MARKER=" + marker) })
+	e2eWaitGone(t, "session processes", func() []int { return proctest.WithEnv("PTYHUB_TEST_MARKER=" + marker) })
 	if t.Failed() {
 		t.Logf("client stderr:\n%s", stderr.String())
 	}
@@ -155,6 +156,19 @@ func TestMCPTypeScriptClient(t *testing.T) {
 func e2eClientDir(t *testing.T) string {
 	t.Helper()
 	return e2eNodeDir(t, "mcpclient", "@modelcontextprotocol/sdk", "client.mjs", "callers.mjs", "notify.mjs", "steps.mjs", "waiting.mjs")
+}
+
+// e2eRunClient runs cmd, a client script under Node.js named name, and returns the lines
+// it printed (one JSON object each) with its whole stdout and stderr; it fails t when
+// the client fails.
+func e2eRunClient(t *testing.T, cmd *osexec.Cmd, name string) (lines []string, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", name, err, out.String(), errb.String())
+	}
+	return strings.Split(strings.TrimSpace(out.String()), "\n"), out.String(), errb.String()
 }
 
 // e2eNodeDir returns a directory holding the scripts of testdata/NAME and the
@@ -343,13 +357,9 @@ func TestMCPCallers(t *testing.T) {
 	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "callers.mjs"), bin, string(js))
 	cmd.Dir = dir
 	cmd.Env = sv.env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("callers.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
+	lines, _, stderr := e2eRunClient(t, cmd, "callers.mjs")
 	got := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+	for _, line := range lines {
 		var m struct {
 			Agent, Step, Text, Error string
 			IsError                  bool
@@ -385,6 +395,6 @@ func TestMCPCallers(t *testing.T) {
 		t.Errorf("b/list does not show agent a's sessions (not one shared server?):\n%s", got["b/list"])
 	}
 	if t.Failed() {
-		t.Logf("stderr:\n%s", stderr.String())
+		t.Logf("stderr:\n%s", stderr)
 	}
 }

@@ -1,7 +1,6 @@
 package ptyhub_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,30 +35,37 @@ type notifyStep struct {
 // name and the notifications in the order they came.
 func runNotify(t *testing.T, mcpArgs []string, steps []map[string]any) (map[string]notifyStep, []notifyStep) {
 	t.Helper()
+	var notes []notifyStep
+	got := stepsOf(t, svNew(t), "notify.mjs", mcpArgs, steps, &notes)
+	return got, notes
+}
+
+// stepsOf runs steps with script, a steps client in testdata/mcpclient (steps.mjs,
+// notify.mjs), against `ptyhub mcpArgs…` started in sv's project directory with sv's
+// environment, and returns the steps it printed by name, failing t on a step's error and
+// when the client did not reach its "closed" step. With notes, the notifications it
+// printed go there in the order they came; without, a notification is a step like any
+// other.
+func stepsOf(t *testing.T, sv *svHub, script string, mcpArgs []string, steps []map[string]any, notes *[]notifyStep) map[string]notifyStep {
+	t.Helper()
 	node := testtool.Path(t, "node") // Node.js 18 or later runs the TypeScript MCP client
 	dir := e2eClientDir(t)
-	sv := svNew(t)
 	js, _ := json.Marshal(steps)
 	args, _ := json.Marshal(mcpArgs)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "notify.mjs"), sv.bin, string(js))
+	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, script), sv.bin, string(js))
 	cmd.Dir = sv.dir
-	cmd.Env = append(sv.env, "PTYHUB_E2E_MCP_ARGS="+string(args))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("notify.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
+	cmd.Env = append(sv.env, "PWD="+sv.dir, "PTYHUB_E2E_MCP_ARGS="+string(args))
+	lines, stdout, stderr := e2eRunClient(t, cmd, script)
 	got := map[string]notifyStep{}
-	var notes []notifyStep
-	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+	for _, line := range lines {
 		var s notifyStep
 		if err := json.Unmarshal([]byte(line), &s); err != nil {
 			t.Fatalf("client printed %q: %v", line, err)
 		}
-		if s.Notification != "" {
-			notes = append(notes, s)
+		if notes != nil && s.Notification != "" {
+			*notes = append(*notes, s)
 			continue
 		}
 		if s.Error != "" {
@@ -68,12 +74,12 @@ func runNotify(t *testing.T, mcpArgs []string, steps []map[string]any) (map[stri
 		got[s.Step] = s
 	}
 	if _, ok := got["closed"]; !ok {
-		t.Errorf("the client did not finish:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+		t.Errorf("the client did not finish:\n%s\nstderr:\n%s", stdout, stderr)
 	}
 	if t.Failed() {
-		t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+		t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	}
-	return got, notes
+	return got
 }
 
 func mkfifo(t *testing.T) string {

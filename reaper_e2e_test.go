@@ -3,7 +3,6 @@ package ptyhub_test
 import (
 	"bufio"
 	"io"
-	"os"
 	osexec "os/exec"
 	"regexp"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ptyhub/ptyhub/internal/testtool"
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/session"
 )
@@ -25,7 +26,7 @@ func TestReaperKilledAlone(t *testing.T) {
 	_, c := newClient(t, session.Options{StateDir: t.TempDir()})
 	r := exec(t, c, session.ExecRequest{
 		Cmd:     `trap '' HUP; nohup sleep 1000 >/dev/null 2>&1 & a=$!; setsid sleep 1000 </dev/null >/dev/null 2>&1 & b=$!; echo "pids $$ $a $b"; while :; do sleep 1000; done`,
-		WaitFor: `pids \d+ \d+ \d+`, YieldTimeMs: ms(30000)})
+		WaitFor: `pids \d+ \d+ \d+`, YieldTimeMs: new(int64(30000))})
 	if r.ReturnedBecause != session.BecausePattern {
 		t.Fatalf("session did not start: %+v", r)
 	}
@@ -45,14 +46,14 @@ func TestReaperKilledAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	reaperPid := st.PPID
-	if cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(reaperPid) + "/cmdline"); !strings.HasPrefix(string(cmd), "ptyhub-reaper") {
-		t.Fatalf("the leader's parent %d is %q, not the reaper", reaperPid, cmd)
+	if !proctest.IsReaper(reaperPid) {
+		t.Fatalf("the leader's parent %d is %q, not the reaper", reaperPid, proc.CommandLine(reaperPid))
 	}
 	if err := syscall.Kill(reaperPid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 
-	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: ms(30000)})
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: new(int64(30000))})
 	if r.State != session.StateExited {
 		t.Fatalf("the session still runs after its reaper died: %+v", r)
 	}
@@ -71,7 +72,7 @@ func TestReaperKilledAlone(t *testing.T) {
 		t.Errorf("the result does not say the reaper died: %q", warns)
 	}
 
-	r2 := exec(t, c, session.ExecRequest{Cmd: "echo after", YieldTimeMs: ms(30000)})
+	r2 := exec(t, c, session.ExecRequest{Cmd: "echo after", YieldTimeMs: new(int64(30000))})
 	if r2.ExitCode == nil || *r2.ExitCode != 0 || !strings.Contains(r2.Output, "after") {
 		t.Errorf("exec after the reaper died: %s %q", exitOf(r2), r2.Output)
 	}
@@ -89,17 +90,7 @@ func TestAgentAndReaperKilledSweptAtStart(t *testing.T) {
 	agent := func() (*osexec.Cmd, io.WriteCloser, *bufio.Reader) {
 		cmd := osexec.Command(h.bin, "mcp")
 		cmd.Env, cmd.Dir = h.env, h.dir
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		in, out := testtool.StartPiped(t, cmd)
 		t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
 		return cmd, in, bufio.NewReader(out)
 	}
@@ -128,12 +119,7 @@ func TestAgentAndReaperKilledSweptAtStart(t *testing.T) {
 			uuid = m[1]
 		}
 	}
-	reaperPid := 0
-	for _, c := range svChildren(first.Process.Pid) {
-		if cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(c) + "/cmdline"); strings.HasPrefix(string(cmd), "ptyhub-reaper") {
-			reaperPid = c
-		}
-	}
+	reaperPid := proctest.Reaper(first.Process.Pid)
 	if reaperPid == 0 {
 		t.Fatal("the agent's reaper was not found")
 	}
@@ -142,7 +128,7 @@ func TestAgentAndReaperKilledSweptAtStart(t *testing.T) {
 	first.Wait()
 	// Only the job that ignores SIGHUP and SIGTERM is left, and nothing of the agent's
 	// can end it now.
-	svWait(t, "the hangup to pass", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+uuid)) == 1 })
+	svWait(t, "the hangup to pass", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+uuid)) == 1 })
 	agent() // no call: its start alone must sweep
-	svWait(t, "the next agent to end what was left", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+uuid)) == 0 })
+	svWait(t, "the next agent to end what was left", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+uuid)) == 0 })
 }

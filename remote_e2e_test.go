@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 	"github.com/ptyhub/ptyhub/server"
 )
 
@@ -219,7 +220,7 @@ func TestRemoteSSHCLI(t *testing.T) {
 	if out := h.ok("--host", s.url, "kill", id); !strings.Contains(out, id) {
 		t.Errorf("kill over ssh: %s", out)
 	}
-	svWait(t, "the remote session's processes to end", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+uuid)) == 0 })
+	svWait(t, "the remote session's processes to end", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+uuid)) == 0 })
 	h.ok("--host", s.url, "rm", id)
 	if out := h.ok("--host", s.url, "ls"); strings.Contains(out, "bash --norc") {
 		t.Errorf("rm over ssh left it listed:\n%s", out)
@@ -354,9 +355,9 @@ func TestRemoteSSHMCP(t *testing.T) {
 
 	// The agent goes away: its sessions end on both machines.
 	cs.Close()
-	svWait(t, "the agent's remote session to end with the agent", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+uuid)) == 0 })
+	svWait(t, "the agent's remote session to end with the agent", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+uuid)) == 0 })
 	svWait(t, "the agent's local session to end with the agent", func() bool {
-		return len(procsWithEnv("PTYHUB_SESSION="+local["uuid"].(string))) == 0
+		return len(proctest.WithEnv("PTYHUB_SESSION="+local["uuid"].(string))) == 0
 	})
 }
 
@@ -372,7 +373,7 @@ func rmChildSSH(t *testing.T, pid int) int {
 			for _, c := range strings.Fields(string(b)) {
 				cpid, _ := strconv.Atoi(c)
 				argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cpid))
-				if strings.HasPrefix(string(argv), "ssh\x00") && strings.Contains(string(argv), "dial-stdio") && !isZombie(cpid) {
+				if strings.HasPrefix(string(argv), "ssh\x00") && strings.Contains(string(argv), "dial-stdio") && !proctest.Exited(cpid) {
 					found = cpid
 					return true
 				}

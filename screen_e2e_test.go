@@ -40,7 +40,7 @@ func scWaitScreen(t *testing.T, c *session.Client, id string, ok func(*session.S
 			t.Fatalf("screen never became as expected:\n%s\n%+v", r.Output, r.Screen)
 		}
 		// Wait for more output (any visible character), at most a second.
-		write(t, c, session.WriteRequest{SessionID: id, YieldTimeMs: ms(1000), WaitFor: "(?s).", MaxOutputTokens: ms(50)})
+		write(t, c, session.WriteRequest{SessionID: id, YieldTimeMs: new(int64(1000)), WaitFor: "(?s).", MaxOutputTokens: new(int64(50))})
 	}
 }
 
@@ -132,7 +132,7 @@ func TestScreenFullScreenPrograms(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			testtool.Need(t, tc.argv[0])
-			r := exec(t, c, session.ExecRequest{Argv: tc.argv, YieldTimeMs: ms(0)})
+			r := exec(t, c, session.ExecRequest{Argv: tc.argv, YieldTimeMs: new(int64(0))})
 			sr := scWaitScreen(t, c, r.SessionID, tc.ready)
 			if sr.Screen.AltScreen != tc.alt || len(sr.Screen.Rows) != 24 {
 				t.Errorf("alt %v, %d rows; want alt %v", sr.Screen.AltScreen, len(sr.Screen.Rows), tc.alt)
@@ -140,7 +140,7 @@ func TestScreenFullScreenPrograms(t *testing.T) {
 			if want := strings.TrimRight(strings.Join(sr.Screen.Rows, "\n"), "\n"); sr.Output != want {
 				t.Errorf("output %q is not the rows joined %q", sr.Output, want)
 			}
-			untilExit(t, c, write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: tc.quit, YieldTimeMs: ms(0)}))
+			untilExit(t, c, write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: tc.quit, YieldTimeMs: new(int64(0))}))
 			if tc.alt {
 				if end := scScreen(t, c, r.SessionID); end.Screen.AltScreen {
 					t.Errorf("still in the alternate screen after exit")
@@ -185,10 +185,10 @@ func TestScreenFlood(t *testing.T) {
 				// exit, and the answer line is then lost from the truncated flood's tail.
 				testtool.KernelOnly(t, "needs the call to return at the read (wait channels)")
 			}
-			r := exec(t, c, session.ExecRequest{Cmd: tc.cmd, MaxOutputTokens: ms(200)})
+			r := exec(t, c, session.ExecRequest{Cmd: tc.cmd, MaxOutputTokens: new(int64(200))})
 			last := r
 			for r.State != session.StateExited {
-				r = write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: ms(5000), MaxOutputTokens: ms(200)})
+				r = write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: new(int64(5000)), MaxOutputTokens: new(int64(200))})
 				last = r
 			}
 			if !strings.Contains(last.Output, tc.out) {
@@ -222,14 +222,14 @@ func BenchmarkScreenQueryLatency(b *testing.B) {
 				r, err := c.Exec(context.Background(), session.ExecRequest{
 					Argv:        []string{"python3", "testdata/cpr_latency.py", fmt.Sprint(bc.rounds), fmt.Sprint(bc.pre)},
 					WaitFor:     `RESULT .*n=\d+`,
-					YieldTimeMs: ms(120000), MaxOutputTokens: ms(100)})
+					YieldTimeMs: new(int64(120000)), MaxOutputTokens: new(int64(100))})
 				if err != nil {
 					b.Fatal(err)
 				}
 				for !strings.Contains(r.Output, "RESULT ") && r.State == session.StateRunning {
 					// Returned early (waiting for input while it waits for an answer): go on.
 					r, err = c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID,
-						WaitFor: `RESULT .*n=\d+`, YieldTimeMs: ms(120000), MaxOutputTokens: ms(100)})
+						WaitFor: `RESULT .*n=\d+`, YieldTimeMs: new(int64(120000)), MaxOutputTokens: new(int64(100))})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -129,18 +129,18 @@ func TestTranscriptHiddenRawInput(t *testing.T) {
 			t.Parallel()
 			_, cl, state := trManager(t, session.Options{})
 			secret := secretValue(t)[:24]
-			r := exec(t, cl, session.ExecRequest{Cmd: c.cmd, WaitFor: "Password:", YieldTimeMs: ms(20000)})
+			r := exec(t, cl, session.ExecRequest{Cmd: c.cmd, WaitFor: "Password:", YieldTimeMs: new(int64(20000))})
 			results := []*session.Result{r}
 			if !strings.Contains(r.Output, "Password:") {
 				t.Fatalf("no prompt: %+v", r)
 			}
 			// Half in one write, the rest key by key, as a human types.
 			typed := secret + c.enter
-			results = append(results, write(t, cl, session.WriteRequest{SessionID: r.SessionID, Chars: typed[:12], YieldTimeMs: ms(50)}))
+			results = append(results, write(t, cl, session.WriteRequest{SessionID: r.SessionID, Chars: typed[:12], YieldTimeMs: new(int64(50))}))
 			for _, ch := range typed[12:] {
-				results = append(results, write(t, cl, session.WriteRequest{SessionID: r.SessionID, Chars: string(ch), YieldTimeMs: ms(50)}))
+				results = append(results, write(t, cl, session.WriteRequest{SessionID: r.SessionID, Chars: string(ch), YieldTimeMs: new(int64(50))}))
 			}
-			r = write(t, cl, session.WriteRequest{SessionID: r.SessionID, WaitFor: "got 24 chars", YieldTimeMs: ms(20000)})
+			r = write(t, cl, session.WriteRequest{SessionID: r.SessionID, WaitFor: "got 24 chars", YieldTimeMs: new(int64(20000))})
 			results = append(results, r)
 			path, _ := trFinish(t, state, r)
 			var all strings.Builder
@@ -208,17 +208,7 @@ func nsHub(t *testing.T, h *svHub, setup string) *svHub {
 		`mount -t tmpfs -o size=64k,mode=0700 tmpfs "$STATE"; `+setup+`; echo ready; exec cat >/dev/null`)
 	holder.Env = append(os.Environ(), "STATE="+state)
 	holder.Stderr = os.Stderr
-	stdin, err := holder.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := holder.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, out := testtool.StartPiped(t, holder)
 	t.Cleanup(func() { stdin.Close(); holder.Wait() })
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("the mount namespace was not set up: %q %v", line, err)

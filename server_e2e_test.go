@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 	"github.com/ptyhub/ptyhub/pty"
 	"github.com/ptyhub/ptyhub/server"
 	"github.com/ptyhub/ptyhub/session"
@@ -88,7 +89,7 @@ func (h *svHub) inDir(dir string, extraEnv ...string) *svHub {
 func (h *svHub) serverPID() int {
 	b, _ := os.ReadFile(h.socket + ".lock")
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if pid <= 0 || syscall.Kill(pid, 0) != nil || isZombie(pid) {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil || proctest.Exited(pid) {
 		return 0
 	}
 	return pid
@@ -97,7 +98,7 @@ func (h *svHub) serverPID() int {
 func (h *svHub) stop() {
 	if pid := h.serverPID(); pid > 0 {
 		syscall.Kill(pid, syscall.SIGTERM)
-		svWait(h.t, "server exit", func() bool { return syscall.Kill(pid, 0) != nil || isZombie(pid) })
+		svWait(h.t, "server exit", func() bool { return syscall.Kill(pid, 0) != nil || proctest.Exited(pid) })
 	}
 }
 
@@ -620,16 +621,16 @@ func TestServerKill9(t *testing.T) {
 		t.Fatalf("exec: %s", errs)
 	}
 	pid := h.serverPID()
-	if pid == 0 || len(procsWithEnv("PTYHUB_SESSION="+uuid)) == 0 {
-		t.Fatalf("server pid %d, session pids %v", pid, procsWithEnv("PTYHUB_SESSION="+uuid))
+	if pid == 0 || len(proctest.WithEnv("PTYHUB_SESSION="+uuid)) == 0 {
+		t.Fatalf("server pid %d, session pids %v", pid, proctest.WithEnv("PTYHUB_SESSION="+uuid))
 	}
 	var list session.ListResult
 	json.Unmarshal([]byte(h.ok("ls", "--json")), &list)
 	syscall.Kill(pid, syscall.SIGKILL)
 	for _, s := range list.Sessions {
-		svWait(t, "session "+s.SessionID+"'s processes to die", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+s.UUID)) == 0 })
+		svWait(t, "session "+s.SessionID+"'s processes to die", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+s.UUID)) == 0 })
 	}
-	svWait(t, "the server to die", func() bool { return syscall.Kill(pid, 0) != nil || isZombie(pid) })
+	svWait(t, "the server to die", func() bool { return syscall.Kill(pid, 0) != nil || proctest.Exited(pid) })
 	out := h.ok("ls", "--json")
 	json.Unmarshal([]byte(out), &list)
 	if len(list.Sessions) != 0 {
@@ -680,7 +681,7 @@ func TestServerAgentAndHuman(t *testing.T) {
 	tm.typ("\x1d")
 	tm.wait()
 	cs.Close()
-	svWait(t, "the agent's session to end with the agent", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+uuid)) == 0 })
+	svWait(t, "the agent's session to end with the agent", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+uuid)) == 0 })
 }
 
 // TestServerLogs: `ptyhub logs` reads the transcript on disk — the whole output as text,
@@ -739,37 +740,17 @@ func TestServerAndReaperKilled(t *testing.T) {
 		t.Fatalf("exec: %v %s", err, out)
 	}
 	pid := h.serverPID()
-	reaperPid := 0
-	for _, c := range svChildren(pid) {
-		if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c)); strings.HasPrefix(string(cmd), "ptyhub-reaper") {
-			reaperPid = c
-		}
-	}
+	reaperPid := proctest.Reaper(pid)
 	if pid == 0 || reaperPid == 0 {
 		t.Fatalf("server %d, reaper %d", pid, reaperPid)
 	}
 	syscall.Kill(reaperPid, syscall.SIGKILL)
 	syscall.Kill(pid, syscall.SIGKILL)
-	svWait(t, "the server to die", func() bool { return syscall.Kill(pid, 0) != nil || isZombie(pid) })
+	svWait(t, "the server to die", func() bool { return syscall.Kill(pid, 0) != nil || proctest.Exited(pid) })
 	// The job that ignores SIGHUP is still there: only the registry can find it now.
-	svWait(t, "the hangup to pass", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+r.UUID)) == 1 })
+	svWait(t, "the hangup to pass", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+r.UUID)) == 1 })
 	h.ok("ls") // starts a fresh server, which sweeps
-	svWait(t, "the next server to end what was left", func() bool { return len(procsWithEnv("PTYHUB_SESSION="+r.UUID)) == 0 })
-}
-
-// svChildren lists the children of pid.
-func svChildren(pid int) []int {
-	var out []int
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	for _, task := range tasks {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
-		for _, f := range strings.Fields(string(b)) {
-			if c, err := strconv.Atoi(f); err == nil {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
+	svWait(t, "the next server to end what was left", func() bool { return len(proctest.WithEnv("PTYHUB_SESSION="+r.UUID)) == 0 })
 }
 
 // Commands started through the server run in the caller's directory and environment:

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -28,8 +29,6 @@ func newClient(t *testing.T, opts session.Options) (*session.Manager, *session.C
 	})
 	return m, m.NewClient("test")
 }
-
-func ms(v int64) *int64 { return &v }
 
 func exec(t *testing.T, c *session.Client, req session.ExecRequest) *session.Result {
 	t.Helper()
@@ -55,7 +54,7 @@ func untilExit(t *testing.T, c *session.Client, r *session.Result) (string, *ses
 	var out strings.Builder
 	out.WriteString(r.Output)
 	for r.State != session.StateExited {
-		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: ms(5000)})
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: new(int64(5000))})
 		out.WriteString(r.Output)
 	}
 	return out.String(), r
@@ -129,11 +128,11 @@ func TestWorkdirEnvProfile(t *testing.T) {
 func TestLosslessBetweenCalls(t *testing.T) {
 	t.Parallel()
 	_, c := newClient(t, session.Options{})
-	r := exec(t, c, session.ExecRequest{Cmd: `for i in $(seq 1 300); do echo line$i; [ $((i % 50)) = 0 ] && sleep 0.05; done`, YieldTimeMs: ms(0)})
+	r := exec(t, c, session.ExecRequest{Cmd: `for i in $(seq 1 300); do echo line$i; [ $((i % 50)) = 0 ] && sleep 0.05; done`, YieldTimeMs: new(int64(0))})
 	var out strings.Builder
 	out.WriteString(r.Output)
 	for i := 0; r.State != session.StateExited; i++ {
-		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: ms(int64(i % 20))})
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: new(int64(int64(i % 20)))})
 		out.WriteString(r.Output)
 	}
 	var want strings.Builder
@@ -148,9 +147,9 @@ func TestLosslessBetweenCalls(t *testing.T) {
 func TestSplitUTF8AcrossCalls(t *testing.T) {
 	t.Parallel()
 	_, c := newClient(t, session.Options{})
-	r := exec(t, c, session.ExecRequest{Cmd: `stty -echo; printf '\342\202'; read x; printf '\254\n'`, WaitFor: "never", YieldTimeMs: ms(300)})
+	r := exec(t, c, session.ExecRequest{Cmd: `stty -echo; printf '\342\202'; read x; printf '\254\n'`, WaitFor: "never", YieldTimeMs: new(int64(300))})
 	first := r.Output
-	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "\n", YieldTimeMs: ms(5000)})
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "\n", YieldTimeMs: new(int64(5000))})
 	out, _ := untilExit(t, c, r)
 	all := first + out
 	if strings.ContainsRune(all, utf8.RuneError) || !strings.Contains(all, "€") {
@@ -161,7 +160,7 @@ func TestSplitUTF8AcrossCalls(t *testing.T) {
 func TestTruncationAndReread(t *testing.T) {
 	t.Parallel()
 	_, c := newClient(t, session.Options{})
-	r := exec(t, c, session.ExecRequest{Cmd: "seq 1 20000", MaxOutputTokens: ms(300)})
+	r := exec(t, c, session.ExecRequest{Cmd: "seq 1 20000", MaxOutputTokens: new(int64(300))})
 	out, r := untilExit(t, c, r)
 	if r.OriginalTokenCount == nil || r.TruncatedRange == nil {
 		t.Fatalf("not truncated: %q", out)
@@ -173,7 +172,7 @@ func TestTruncationAndReread(t *testing.T) {
 		t.Errorf("middle not cut")
 	}
 	from, to := r.TruncatedRange[0], r.TruncatedRange[1]
-	rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: r.SessionID, From: &from, To: &to, MaxOutputTokens: ms(100000)})
+	rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: r.SessionID, From: &from, To: &to, MaxOutputTokens: new(int64(100000))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,9 +204,9 @@ func TestInterruptAndEOF(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := exec(t, c, session.ExecRequest{Cmd: tc.cmd, YieldTimeMs: ms(0)})
+			r := exec(t, c, session.ExecRequest{Cmd: tc.cmd, YieldTimeMs: new(int64(0))})
 			tc.w.SessionID = r.SessionID
-			tc.w.YieldTimeMs = ms(10000)
+			tc.w.YieldTimeMs = new(int64(10000))
 			r = write(t, c, tc.w)
 			out, r := untilExit(t, c, r)
 			if tc.signal != "" && r.Signal != tc.signal {
@@ -253,7 +252,7 @@ func TestWaitFor(t *testing.T) {
 	if r.ReturnedBecause != session.BecausePattern {
 		t.Fatalf("returned because %s: %q", r.ReturnedBecause, r.Output)
 	}
-	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "echo $((6*7))\n", WaitFor: `(?m)^42$`, YieldTimeMs: ms(10000)})
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "echo $((6*7))\n", WaitFor: `(?m)^42$`, YieldTimeMs: new(int64(10000))})
 	if r.ReturnedBecause != session.BecausePattern || !strings.Contains(r.Output, "42") {
 		t.Errorf("%s: %q", r.ReturnedBecause, r.Output)
 	}
@@ -261,7 +260,7 @@ func TestWaitFor(t *testing.T) {
 		t.Errorf("state %s", r.State)
 	}
 	// A prompt that arrives in a read of its own (no finished line with it) still matches.
-	r = exec(t, c, session.ExecRequest{Cmd: `echo first; sleep 0.2; printf 'ready> '; sleep 100`, WaitFor: `ready> $`, YieldTimeMs: ms(60000)})
+	r = exec(t, c, session.ExecRequest{Cmd: `echo first; sleep 0.2; printf 'ready> '; sleep 100`, WaitFor: `ready> $`, YieldTimeMs: new(int64(60000))})
 	if r.ReturnedBecause != session.BecausePattern || r.Output != "first\nready> " {
 		t.Errorf("prompt alone in a chunk: %s %q", r.ReturnedBecause, r.Output)
 	}
@@ -274,11 +273,11 @@ func TestKillSessionTree(t *testing.T) {
 	_, c := newClient(t, session.Options{})
 	r := exec(t, c, session.ExecRequest{Argv: []string{"bash", "--norc", "--noprofile", "-i"}, Env: map[string]string{"PS1": "$ "}, WaitFor: `\$ $`})
 	script := `sleep 1001 & (trap '' HUP TERM; exec sleep 1002) & nohup sleep 1004 >/dev/null 2>&1 & setsid sh -c 'exec sleep 1005' </dev/null >/dev/null 2>&1 & sleep 0.3; echo READY; sleep 1003` + "\n"
-	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: script, WaitFor: "(?m)^READY", YieldTimeMs: ms(20000)})
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: script, WaitFor: "(?m)^READY", YieldTimeMs: new(int64(20000))})
 	if r.ReturnedBecause != session.BecausePattern {
 		t.Fatalf("jobs did not start: %q", r.Output)
 	}
-	if n := len(procsWithEnv("PTYHUB_SESSION=" + r.UUID)); n < 5 {
+	if n := len(proctest.WithEnv("PTYHUB_SESSION=" + r.UUID)); n < 5 {
 		t.Fatalf("expected at least 5 processes in the session (bash and 4 jobs), found %d", n)
 	}
 	k, err := c.Kill(context.Background(), session.KillRequest{SessionID: r.SessionID})
@@ -288,7 +287,7 @@ func TestKillSessionTree(t *testing.T) {
 	if k.State != session.StateExited {
 		t.Errorf("state after kill: %s", k.State)
 	}
-	if left := procsWithEnv("PTYHUB_SESSION=" + r.UUID); len(left) > 0 {
+	if left := proctest.WithEnv("PTYHUB_SESSION=" + r.UUID); len(left) > 0 {
 		var desc []string
 		for _, pid := range left {
 			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
@@ -312,7 +311,7 @@ func TestSurvivorsNamed(t *testing.T) {
 	if !strings.Contains(names, "sleep 1007") || !strings.Contains(names, "sleep 1008") {
 		t.Errorf("survivors not named: %v", r.Survivors)
 	}
-	for i := 0; i < 1000 && len(procsWithEnv("PTYHUB_SESSION="+r.UUID)) > 0; i++ {
+	for i := 0; i < 1000 && len(proctest.WithEnv("PTYHUB_SESSION="+r.UUID)) > 0; i++ {
 		c.List(context.Background()) // the sweep finishes aside; wait on the process table
 	}
 }
@@ -327,8 +326,8 @@ func TestPruning(t *testing.T) {
 	m, c := newClient(t, session.Options{}) // the defaults: 64 running, warn at 60, 8 protected, 64 ended kept
 	ctx := context.Background()
 	other := m.NewClient("other")
-	theirs := exec(t, other, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: ms(0)})
-	first := exec(t, c, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: ms(0)})
+	theirs := exec(t, other, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: new(int64(0))})
+	first := exec(t, c, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: new(int64(0))})
 	att, err := m.Attach(first.SessionID, session.AttachOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +336,7 @@ func TestPruning(t *testing.T) {
 	var uuids []string
 	warned, prunedNotices := false, 0
 	for i := 0; i < 200; i++ {
-		r := exec(t, c, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: ms(0)})
+		r := exec(t, c, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: new(int64(0))})
 		uuids = append(uuids, r.UUID)
 		for _, w := range r.Warnings {
 			warned = warned || strings.Contains(w, "running sessions")
@@ -387,7 +386,7 @@ func TestPruning(t *testing.T) {
 		t.Errorf("the session a human is attached to: %+v", in)
 	}
 	for _, u := range uuids {
-		if n := len(procsWithEnv("PTYHUB_SESSION=" + u)); (listed[u].State == session.StateRunning) != (n == 1) {
+		if n := len(proctest.WithEnv("PTYHUB_SESSION=" + u)); (listed[u].State == session.StateRunning) != (n == 1) {
 			t.Errorf("session %s (%+v) has %d processes", u, listed[u], n)
 		}
 	}
@@ -411,7 +410,7 @@ func TestSharedPool(t *testing.T) {
 	}
 	var ids []string
 	for _, c := range []*session.Client{a, b, a} {
-		r := exec(t, c, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: ms(0)})
+		r := exec(t, c, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: new(int64(0))})
 		for _, w := range r.Warnings {
 			if strings.Contains(w, "ended the least recently used") {
 				t.Errorf("pruned before the limit: %q", w)
@@ -419,7 +418,7 @@ func TestSharedPool(t *testing.T) {
 		}
 		ids = append(ids, r.SessionID)
 	}
-	r := exec(t, b, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: ms(0)})
+	r := exec(t, b, session.ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: new(int64(0))})
 	if !strings.Contains(strings.Join(r.Warnings, "\n"), "session "+ids[0]+" ") {
 		t.Errorf("the 4th running session of the pool did not prune session %s: %q", ids[0], r.Warnings)
 	}
@@ -447,7 +446,10 @@ func TestBadArguments(t *testing.T) {
 	}{
 		{"no cmd", func() error { _, err := c.Exec(ctx, session.ExecRequest{}); return err }, session.ErrInvalid},
 		{"cmd and argv", func() error { _, err := c.Exec(ctx, session.ExecRequest{Cmd: "x", Argv: []string{"y"}}); return err }, session.ErrInvalid},
-		{"negative yield", func() error { _, err := c.Exec(ctx, session.ExecRequest{Cmd: "true", YieldTimeMs: ms(-5)}); return err }, session.ErrInvalid},
+		{"negative yield", func() error {
+			_, err := c.Exec(ctx, session.ExecRequest{Cmd: "true", YieldTimeMs: new(int64(-5))})
+			return err
+		}, session.ErrInvalid},
 		{"bad regex", func() error { _, err := c.Exec(ctx, session.ExecRequest{Cmd: "true", WaitFor: "(["}); return err }, session.ErrInvalid},
 		{"missing workdir", func() error {
 			_, err := c.Exec(ctx, session.ExecRequest{Cmd: "true", Workdir: "/no/such/dir"})
@@ -481,7 +483,7 @@ func TestBadArguments(t *testing.T) {
 			return err
 		}, session.ErrInvalid},
 		{"bad range", func() error {
-			_, err := c.Read(ctx, session.ReadRequest{SessionID: ok.SessionID, From: ms(10), To: ms(5)})
+			_, err := c.Read(ctx, session.ReadRequest{SessionID: ok.SessionID, From: new(int64(10)), To: new(int64(5))})
 			return err
 		}, session.ErrInvalid},
 		{"resize range", func() error {
@@ -499,19 +501,19 @@ func TestBadArguments(t *testing.T) {
 func TestCanonicalLineGuardAndQueuedInput(t *testing.T) {
 	t.Parallel()
 	_, c := newClient(t, session.Options{})
-	r := exec(t, c, session.ExecRequest{Cmd: "cat", YieldTimeMs: ms(0)})
+	r := exec(t, c, session.ExecRequest{Cmd: "cat", YieldTimeMs: new(int64(0))})
 	_, err := c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, Chars: strings.Repeat("x", 5000) + "\n"})
 	if !errors.Is(err, session.ErrInvalid) || !strings.Contains(err.Error(), "4095") {
 		t.Errorf("long canonical line: %v", err)
 	}
 	// A program that never reads: the call returns and reports what is still queued.
 	r = exec(t, c, session.ExecRequest{Cmd: "stty -icanon -echo; echo READY; sleep 1000", WaitFor: "READY"})
-	w := write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: strings.Repeat("y", 512<<10), YieldTimeMs: ms(100)})
+	w := write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: strings.Repeat("y", 512<<10), YieldTimeMs: new(int64(100))})
 	if w.QueuedBytes == 0 {
 		t.Errorf("no queued bytes reported: %s %s %v %q", w.State, w.Signal, w.ExitCode, w.Output)
 	}
 	// ^C queued behind the blocked write still interrupts (TIOCSIG).
-	w = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "\u0003", YieldTimeMs: ms(30000)})
+	w = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "\u0003", YieldTimeMs: new(int64(30000))})
 	if _, w = untilExit(t, c, w); w.Signal != "SIGINT" {
 		t.Errorf("^C behind a blocked write: signal %q exit %v", w.Signal, w.ExitCode)
 	}
@@ -520,11 +522,11 @@ func TestCanonicalLineGuardAndQueuedInput(t *testing.T) {
 func TestResize(t *testing.T) {
 	t.Parallel()
 	_, c := newClient(t, session.Options{})
-	r := exec(t, c, session.ExecRequest{Cmd: "read x; stty size", YieldTimeMs: ms(0)})
+	r := exec(t, c, session.ExecRequest{Cmd: "read x; stty size", YieldTimeMs: new(int64(0))})
 	if _, err := c.Resize(context.Background(), session.ResizeRequest{SessionID: r.SessionID, Rows: 50, Cols: 132}); err != nil {
 		t.Fatal(err)
 	}
-	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "\n", YieldTimeMs: ms(10000)})
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "\n", YieldTimeMs: new(int64(10000))})
 	if out, _ := untilExit(t, c, r); !strings.Contains(out, "50 132") {
 		t.Errorf("stty size after resize: %q", out)
 	}
@@ -533,10 +535,10 @@ func TestResize(t *testing.T) {
 func TestEndedSinceLastCall(t *testing.T) {
 	t.Parallel()
 	m, c := newClient(t, session.Options{})
-	a := exec(t, c, session.ExecRequest{Cmd: "read x; exit 7", YieldTimeMs: ms(0)})
+	a := exec(t, c, session.ExecRequest{Cmd: "read x; exit 7", YieldTimeMs: new(int64(0))})
 	// Another client drives A to its end and waits for it.
 	other := m.NewClient("other")
-	r := write(t, other, session.WriteRequest{SessionID: a.SessionID, Chars: "\n", YieldTimeMs: ms(60000)})
+	r := write(t, other, session.WriteRequest{SessionID: a.SessionID, Chars: "\n", YieldTimeMs: new(int64(60000))})
 	if _, r = untilExit(t, other, r); *r.ExitCode != 7 {
 		t.Fatalf("exit %v", r.ExitCode)
 	}
@@ -563,7 +565,7 @@ func TestCancelStopsWaitNotSession(t *testing.T) {
 	var wg sync.WaitGroup
 	var res *session.Result
 	wg.Go(func() {
-		res, _ = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: ms(600000)})
+		res, _ = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: new(int64(600000))})
 	})
 	cancel()
 	wg.Wait()

@@ -1,7 +1,6 @@
 package ptyhub_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -121,11 +120,7 @@ func TestMCPShellIntegration(t *testing.T) {
 	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "callers.mjs"), bin, string(js))
 	cmd.Dir = dir
 	cmd.Env = sv.env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("callers.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
+	lines, _, _ := e2eRunClient(t, cmd, "callers.mjs")
 	type shellCmd struct {
 		Command  string   `json:"command"`
 		ExitCode *int     `json:"exit_code"`
@@ -147,7 +142,7 @@ func TestMCPShellIntegration(t *testing.T) {
 		}
 	}
 	got := map[string]result{}
-	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+	for _, line := range lines {
 		var r result
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("client printed %q: %v", line, err)

@@ -71,7 +71,7 @@ func TestCargoWarningsIntact(t *testing.T) {
 		t.Parallel()
 		app := cargoWorkspace(t, t.TempDir())
 		_, c := newClient(t, session.Options{})
-		r := exec(t, c, session.ExecRequest{Cmd: "cargo build --offline", Workdir: app, YieldTimeMs: ms(600000)})
+		r := exec(t, c, session.ExecRequest{Cmd: "cargo build --offline", Workdir: app, YieldTimeMs: new(int64(600000))})
 		out, r := untilExit(t, c, r)
 		if r.ExitCode == nil || *r.ExitCode != 0 {
 			t.Fatalf("cargo build: %+v\n%s", r, out)

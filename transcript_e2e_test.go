@@ -159,12 +159,12 @@ func TestTranscriptCast(t *testing.T) {
 	_, c, state := trManager(t, session.Options{})
 	r := exec(t, c, session.ExecRequest{
 		Cmd:     `stty -echo; printf 'euro \342\202'; read x; printf '\254 done\n'; stty echo; printf 'ready> '; read y; echo "typed $y"; exit 3`,
-		WaitFor: "euro", YieldTimeMs: ms(10000)})
+		WaitFor: "euro", YieldTimeMs: new(int64(10000))})
 	if _, err := c.Resize(context.Background(), session.ResizeRequest{SessionID: r.SessionID, Rows: 30, Cols: 100}); err != nil {
 		t.Fatal(err)
 	}
-	write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "\n", WaitFor: "ready> ", YieldTimeMs: ms(10000)})
-	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "hello\n", YieldTimeMs: ms(10000)})
+	write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "\n", WaitFor: "ready> ", YieldTimeMs: new(int64(10000))})
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "hello\n", YieldTimeMs: new(int64(10000))})
 	if r.State != session.StateExited {
 		t.Fatalf("not exited: %+v", r)
 	}
@@ -210,7 +210,7 @@ func TestTranscript5000Lines(t *testing.T) {
 	// The default ring: with a tiny one a recorder stalled for a millisecond would
 	// legitimately lose bytes (and mark the loss); that is tested elsewhere.
 	_, c, state := trManager(t, session.Options{})
-	r := exec(t, c, session.ExecRequest{Cmd: "seq 1 5000", MaxOutputTokens: ms(100)})
+	r := exec(t, c, session.ExecRequest{Cmd: "seq 1 5000", MaxOutputTokens: new(int64(100))})
 	_, r = untilExit(t, c, r)
 	path, out := trFinish(t, state, r)
 	if want := trSeq(1, 5000, "\r\n"); string(out) != want {
@@ -238,7 +238,7 @@ func TestTranscriptRereadAfterRingMoved(t *testing.T) {
 	m, c, _ := trManager(t, session.Options{Retain: 64 << 10})
 	r := exec(t, c, session.ExecRequest{
 		Cmd:     "seq 1 5000; read x; seq 5001 10000; read x; seq 10001 15000; read x; seq 1 1000000; read y",
-		WaitFor: `(?m)^5000$`, MaxOutputTokens: ms(300), YieldTimeMs: ms(60000)})
+		WaitFor: `(?m)^5000$`, MaxOutputTokens: new(int64(300)), YieldTimeMs: new(int64(60000))})
 	if r.TruncatedRange == nil {
 		t.Fatalf("not truncated: %+v", r)
 	}
@@ -273,7 +273,7 @@ func TestTranscriptRereadAfterRingMoved(t *testing.T) {
 	for _, end := range []string{"10000", "15000", "1000000"} {
 		waitRecorded(r.NextOffset)
 		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "\n",
-			WaitFor: "(?m)^" + end + "$", MaxOutputTokens: ms(100), YieldTimeMs: ms(60000)})
+			WaitFor: "(?m)^" + end + "$", MaxOutputTokens: new(int64(100)), YieldTimeMs: new(int64(60000))})
 		if r.ReturnedBecause != session.BecausePattern {
 			t.Fatalf("block ending %s: returned because %s", end, r.ReturnedBecause)
 		}
@@ -283,7 +283,7 @@ func TestTranscriptRereadAfterRingMoved(t *testing.T) {
 	}
 	for _, rg := range [][2]int64{{from, to}, {from, from + 100}, {to - 100, to}, {(from + to) / 2, (from+to)/2 + 7}} {
 		rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: r.SessionID, View: "raw",
-			From: &rg[0], To: &rg[1], MaxOutputTokens: ms(100000)})
+			From: &rg[0], To: &rg[1], MaxOutputTokens: new(int64(100000))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,11 +305,11 @@ func TestTranscriptHiddenInput(t *testing.T) {
 	_, c, state := trManager(t, session.Options{})
 	r := exec(t, c, session.ExecRequest{
 		Cmd:     `stty -echo; printf 'Password: '; read pw; stty echo; echo; echo "got ${#pw} chars"`,
-		WaitFor: "Password: ", YieldTimeMs: ms(10000)})
+		WaitFor: "Password: ", YieldTimeMs: new(int64(10000))})
 	if !r.PasswordPrompt {
 		t.Fatalf("no password prompt: %+v", r)
 	}
-	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "hunter2\n", YieldTimeMs: ms(10000)})
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "hunter2\n", YieldTimeMs: new(int64(10000))})
 	path, out := trFinish(t, state, r)
 	if !bytes.Contains(out, []byte("got 7 chars")) {
 		t.Errorf("output %q", out)
@@ -346,7 +346,7 @@ func TestTranscriptCap(t *testing.T) {
 	t.Parallel()
 	const limit = 64 << 10
 	_, c, state := trManager(t, session.Options{RecordCap: limit})
-	r := exec(t, c, session.ExecRequest{Cmd: "seq 1 100000", MaxOutputTokens: ms(100)})
+	r := exec(t, c, session.ExecRequest{Cmd: "seq 1 100000", MaxOutputTokens: new(int64(100))})
 	_, r = untilExit(t, c, r)
 	if *r.ExitCode != 0 || r.NextOffset != int64(len(trSeq(1, 100000, "\r\n"))) {
 		t.Fatalf("program affected: %+v", r)

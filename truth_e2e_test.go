@@ -2,17 +2,12 @@ package ptyhub_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	osexec "os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/ptyhub/ptyhub/internal/testtool"
 )
 
 // Tests that the CLI and the tools say what is true, in the words of the interface used:
@@ -23,38 +18,7 @@ import (
 // directory with sv's environment, and returns the steps by name.
 func runSteps(t *testing.T, sv *svHub, mcpArgs []string, steps []map[string]any) map[string]notifyStep {
 	t.Helper()
-	node := testtool.Path(t, "node") // Node.js 18 or later runs the TypeScript MCP client
-	dir := e2eClientDir(t)
-	js, _ := json.Marshal(steps)
-	args, _ := json.Marshal(mcpArgs)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "steps.mjs"), sv.bin, string(js))
-	cmd.Dir = sv.dir
-	cmd.Env = append(sv.env, "PWD="+sv.dir, "PTYHUB_E2E_MCP_ARGS="+string(args))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("steps.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	got := map[string]notifyStep{}
-	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
-		var s notifyStep
-		if err := json.Unmarshal([]byte(line), &s); err != nil {
-			t.Fatalf("client printed %q: %v", line, err)
-		}
-		if s.Error != "" {
-			t.Errorf("step %s: %s", s.Step, s.Error)
-		}
-		got[s.Step] = s
-	}
-	if _, ok := got["closed"]; !ok {
-		t.Errorf("the client did not finish:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	}
-	if t.Failed() {
-		t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	}
-	return got
+	return stepsOf(t, sv, "steps.mjs", mcpArgs, steps, nil)
 }
 
 // field returns a step's structured field as a string ("" when absent).

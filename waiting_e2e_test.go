@@ -23,8 +23,6 @@ func wE2EClient(t *testing.T) *session.Client {
 	return m.NewClient("waiting-e2e")
 }
 
-func wMsE2E(v int64) *int64 { return &v }
-
 func TestWaitingForInputE2E(t *testing.T) {
 	t.Parallel()
 	testtool.Need(t, "python3")
@@ -32,10 +30,7 @@ func TestWaitingForInputE2E(t *testing.T) {
 	ctx := context.Background()
 
 	// exec python3 -q comes back at the prompt, not at the 10 s deadline.
-	r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"python3", "-q"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := exec(t, c, session.ExecRequest{Argv: []string{"python3", "-q"}})
 	defer c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
 	if r.ReturnedBecause != session.BecauseWaitingForInput || !strings.HasSuffix(r.Output, ">>> ") {
 		t.Fatalf("exec: returned because %q after %.1f ms with %q, want waiting_for_input at \">>> \"", r.ReturnedBecause, r.WallTimeMs, r.Output)
@@ -45,10 +40,7 @@ func TestWaitingForInputE2E(t *testing.T) {
 	}
 	// A REPL turn: the answer and the next prompt, no wait_for.
 	for i := range 5 {
-		r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: "1+1\n", YieldTimeMs: wMsE2E(10_000)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "1+1\n", YieldTimeMs: new(int64(10_000))})
 		if r.ReturnedBecause != session.BecauseWaitingForInput || !strings.Contains(r.Output, "\n2\n>>> ") {
 			t.Fatalf("turn %d: returned because %q after %.1f ms with %q, want waiting_for_input with 2 and the prompt", i, r.ReturnedBecause, r.WallTimeMs, r.Output)
 		}
@@ -56,10 +48,7 @@ func TestWaitingForInputE2E(t *testing.T) {
 
 	// A program that sleeps then prints is not waiting: the call ends at its exit (the
 	// quiet heuristic too: a silent sleep does not have the shape of a prompt).
-	r, err = c.Exec(ctx, session.ExecRequest{Cmd: "sleep 1; echo done"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = exec(t, c, session.ExecRequest{Cmd: "sleep 1; echo done"})
 	if r.ReturnedBecause != session.BecauseExit || !strings.Contains(r.Output, "done") {
 		t.Fatalf("sleep: returned because %q after %.1f ms with %q, want exit with done", r.ReturnedBecause, r.WallTimeMs, r.Output)
 	}
@@ -75,7 +64,7 @@ func TestWaitingSleepsInParallelE2E(t *testing.T) {
 	for i := range 20 {
 		go func() {
 			want := fmt.Sprintf("X%d", i)
-			r, err := c.Exec(ctx, session.ExecRequest{Cmd: "sleep 1; echo " + want, YieldTimeMs: wMsE2E(60_000)})
+			r, err := c.Exec(ctx, session.ExecRequest{Cmd: "sleep 1; echo " + want, YieldTimeMs: new(int64(60_000))})
 			switch {
 			case err != nil:
 				errs <- err.Error()

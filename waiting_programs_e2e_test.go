@@ -25,7 +25,7 @@ import (
 func wpScreen(t *testing.T, c *session.Client, id string, off int64, rows, cols int) string {
 	t.Helper()
 	from := int64(0)
-	r, err := c.Read(context.Background(), session.ReadRequest{SessionID: id, View: "raw", From: &from, To: &off, MaxOutputTokens: wMsE2E(1 << 20)})
+	r, err := c.Read(context.Background(), session.ReadRequest{SessionID: id, View: "raw", From: &from, To: &off, MaxOutputTokens: new(int64(1 << 20))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,17 +52,11 @@ func TestWaitingVimE2E(t *testing.T) {
 	c := wE2EClient(t)
 	ctx := context.Background()
 	file := filepath.Join(t.TempDir(), "note.txt")
-	r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"vim", "-u", "DEFAULTS", "-i", "NONE", "-n", file}, YieldTimeMs: wMsE2E(30_000)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := exec(t, c, session.ExecRequest{Argv: []string{"vim", "-u", "DEFAULTS", "-i", "NONE", "-n", file}, YieldTimeMs: new(int64(30_000))})
 	defer c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
 	wpExpect(t, "start", r, session.BecauseWaitingForInput, "")
 	for i, word := range []string{"hello", " world"} {
-		r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: "A" + word, Keys: []string{"Escape"}, YieldTimeMs: wMsE2E(30_000)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "A" + word, Keys: []string{"Escape"}, YieldTimeMs: new(int64(30_000))})
 		wpExpect(t, "insert and Escape", r, session.BecauseWaitingForInput, "")
 		t.Logf("%q+Escape: %s after %.0f ms", word, r.WaitDetection, r.WallTimeMs)
 		scr := wpScreen(t, c, r.SessionID, r.NextOffset, 24, 80)
@@ -71,10 +65,7 @@ func TestWaitingVimE2E(t *testing.T) {
 			t.Fatalf("after %q and Escape the screen at the return is not vim in normal mode showing %q:\n%s", word, want, scr)
 		}
 	}
-	r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: ":wq", Keys: []string{"Enter"}, YieldTimeMs: wMsE2E(30_000)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: ":wq", Keys: []string{"Enter"}, YieldTimeMs: new(int64(30_000))})
 	wpExpect(t, ":wq", r, session.BecauseExit, "")
 	t.Logf(":wq: exit after %.0f ms", r.WallTimeMs)
 	if b, err := os.ReadFile(file); err != nil || string(b) != "hello world\n" {
@@ -92,26 +83,17 @@ func TestWaitingNodeE2E(t *testing.T) {
 	c := wE2EClient(t)
 	ctx := context.Background()
 
-	r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"node"}, YieldTimeMs: wMsE2E(30_000)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := exec(t, c, session.ExecRequest{Argv: []string{"node"}, YieldTimeMs: new(int64(30_000))})
 	defer c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
 	wpExpect(t, "node REPL", r, session.BecauseWaitingForInput, "> ")
-	r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: "6*7\n", YieldTimeMs: wMsE2E(30_000)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "6*7\n", YieldTimeMs: new(int64(30_000))})
 	wpExpect(t, "6*7", r, session.BecauseWaitingForInput, "42")
-	r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: ".exit\n", YieldTimeMs: wMsE2E(30_000)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: ".exit\n", YieldTimeMs: new(int64(30_000))})
 	wpExpect(t, ".exit", r, session.BecauseExit, "")
 	t.Logf(".exit: exit after %.0f ms", r.WallTimeMs)
 
 	wizard := filepath.Join(t.TempDir(), "wizard.js")
-	err = os.WriteFile(wizard, []byte(`
+	err := os.WriteFile(wizard, []byte(`
 const rl = require('readline').createInterface({input: process.stdin, output: process.stdout});
 rl.question('Project name? ', name => {
   console.log('Creating ' + name + '...');
@@ -126,22 +108,13 @@ rl.question('Project name? ', name => {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err = c.Exec(ctx, session.ExecRequest{Argv: []string{"node", wizard}, YieldTimeMs: wMsE2E(30_000)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = exec(t, c, session.ExecRequest{Argv: []string{"node", wizard}, YieldTimeMs: new(int64(30_000))})
 	defer c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
 	wpExpect(t, "wizard start", r, session.BecauseWaitingForInput, "Project name? ")
-	r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: "demo\n", YieldTimeMs: wMsE2E(30_000)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "demo\n", YieldTimeMs: new(int64(30_000))})
 	wpExpect(t, "wizard step", r, session.BecauseWaitingForInput, "Use TypeScript? ")
 	t.Logf("wizard step: %s after %.0f ms", r.WaitDetection, r.WallTimeMs)
-	r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: "yes\n", YieldTimeMs: wMsE2E(30_000)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "yes\n", YieldTimeMs: new(int64(30_000))})
 	wpExpect(t, "wizard end", r, session.BecauseExit, "Done: demo ts=yes")
 
 	// A question asked while an idle child holds a pipe the program selects on with the
@@ -153,7 +126,7 @@ p = subprocess.Popen(['sleep', '600'], stdout=subprocess.PIPE)
 sys.stdout.write('Deploy? '); sys.stdout.flush()
 select.select([0, p.stdout], [], [])
 print('deploy=' + sys.stdin.readline().strip()); p.kill()
-`}, YieldTimeMs: wMsE2E(30_000)})
+`}, YieldTimeMs: new(int64(30_000))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,10 +135,7 @@ print('deploy=' + sys.stdin.readline().strip()); p.kill()
 	if r.WaitDetection != "tty_poll" {
 		t.Errorf("question beside an idle child: wait_detection %q, want tty_poll", r.WaitDetection)
 	}
-	r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: "y\n", YieldTimeMs: wMsE2E(30_000)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "y\n", YieldTimeMs: new(int64(30_000))})
 	wpExpect(t, "answer beside an idle child", r, session.BecauseExit, "deploy=y")
 }
 
@@ -198,17 +168,11 @@ const check = a => new Promise(res => setTimeout(() => res(a), 300));
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := c.Exec(ctx, session.ExecRequest{Argv: []string{"node", script}, YieldTimeMs: wMsE2E(30_000)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := exec(t, c, session.ExecRequest{Argv: []string{"node", script}, YieldTimeMs: new(int64(30_000))})
 	defer c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
 	for _, q := range []string{"package name: (demo) ", "version: (1.0.0) ", "description: ", "license: (ISC) ", "Is this OK? (yes) "} {
 		wpExpect(t, "questionnaire", r, session.BecauseWaitingForInput, q)
-		r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: "\n", YieldTimeMs: wMsE2E(30_000)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "\n", YieldTimeMs: new(int64(30_000))})
 	}
 	wpExpect(t, "questionnaire end", r, session.BecauseExit, "wrote ")
 
@@ -219,10 +183,7 @@ const check = a => new Promise(res => setTimeout(() => res(a), 300));
 	env := map[string]string{"npm_config_update_notifier": "false", "npm_config_fund": "false",
 		"npm_config_audit": "false", "npm_config_cache": filepath.Join(t.TempDir(), "npm-cache"),
 		"npm_config_userconfig": filepath.Join(t.TempDir(), "npmrc")}
-	r, err = c.Exec(ctx, session.ExecRequest{Argv: []string{"npm", "init"}, Workdir: dir, Env: env, YieldTimeMs: wMsE2E(60_000)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = exec(t, c, session.ExecRequest{Argv: []string{"npm", "init"}, Workdir: dir, Env: env, YieldTimeMs: new(int64(60_000))})
 	defer c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
 	// npm's questions change between versions: each return must be at one (a last line
 	// like "version: (1.0.0) "), until "Is this OK?", and the call after it at the exit.
@@ -242,10 +203,7 @@ const check = a => new Promise(res => setTimeout(() => res(a), 300));
 		if strings.Contains(r.Output, "description: ") {
 			answer = "a demo\n"
 		}
-		r, err = c.Write(ctx, session.WriteRequest{SessionID: r.SessionID, Chars: answer, YieldTimeMs: wMsE2E(60_000)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: answer, YieldTimeMs: new(int64(60_000))})
 		if last {
 			break
 		}
@@ -281,10 +239,7 @@ func TestWaitingAptGetE2E(t *testing.T) {
 	env := map[string]string{"DEBIAN_FRONTEND": "readline"}
 	lock := []string{"-o", "DPkg::Lock::Timeout=300"}
 	defer oexec.Command("apt-get", "purge", "-y", "-q", pkg).Run()
-	r, err := c.Exec(ctx, session.ExecRequest{Argv: append(append([]string{"apt-get", "install", "-y", "--no-install-recommends"}, lock...), pkg), Env: env, YieldTimeMs: wMsE2E(600_000)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := exec(t, c, session.ExecRequest{Argv: append(append([]string{"apt-get", "install", "-y", "--no-install-recommends"}, lock...), pkg), Env: env, YieldTimeMs: new(int64(600_000))})
 	defer c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
 	if r.ReturnedBecause != session.BecauseExit {
 		t.Fatalf("apt-get install returned because %q (detection %q) with:\n%s\nwant one call to its exit", r.ReturnedBecause, r.WaitDetection, r.Output)
@@ -292,10 +247,7 @@ func TestWaitingAptGetE2E(t *testing.T) {
 	if r.ExitCode == nil || *r.ExitCode != 0 {
 		testtool.Missing(t, "apt-get install "+pkg+" failed (no mirror?):\n"+r.Output)
 	}
-	r, err = c.Exec(ctx, session.ExecRequest{Argv: append(append([]string{"apt-get", "purge", "-y"}, lock...), pkg), Env: env, YieldTimeMs: wMsE2E(600_000)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r = exec(t, c, session.ExecRequest{Argv: append(append([]string{"apt-get", "purge", "-y"}, lock...), pkg), Env: env, YieldTimeMs: new(int64(600_000))})
 	defer c.Kill(ctx, session.KillRequest{SessionID: r.SessionID, Remove: true})
 	if r.ReturnedBecause != session.BecauseExit || r.ExitCode == nil || *r.ExitCode != 0 {
 		t.Fatalf("apt-get purge returned because %q (detection %q) with:\n%s\nwant one call to its exit 0", r.ReturnedBecause, r.WaitDetection, r.Output)

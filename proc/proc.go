@@ -1,7 +1,8 @@
 // Package proc reads the facts ptyhub needs about other processes — state, parent,
 // process group, session, controlling terminal, start time, children, one environment
-// entry, the state of each thread and what a sleeping one is blocked in — and owns the
-// one sequence that ends a set of processes.
+// entry, the state of each thread and what a sleeping one is blocked in — and about this
+// process (its binary, its open descriptors, the terminal on a descriptor), and owns the
+// one sequence that ends a set of processes. No other package reads /proc.
 //
 // Linux reads /proc; darwin and FreeBSD ask sysctl kern.proc (kern.procargs2 or
 // kern.proc.env for another process's environment). Every reader is side-effect free and
@@ -59,6 +60,12 @@ func StartTime(pid int) uint64 {
 // Children returns the direct children of pid (of all its threads). A vanished pid has
 // none.
 func Children(pid int) []int { return children(pid) }
+
+// ThreadChildren returns the children forked by thread tid of process pid (the children
+// of one thread, not of the whole process: a subreaper's orphans land on its main
+// thread's list). ok is false when the OS or this kernel keeps no per-thread list
+// (darwin, FreeBSD, Linux without CONFIG_PROC_CHILDREN) or pid is gone.
+func ThreadChildren(pid, tid int) (kids []int, ok bool) { return threadChildren(pid, tid) }
 
 // List reads the whole process table; processes that vanish while it reads are skipped.
 func List() []Info { return list() }
@@ -166,3 +173,9 @@ func Kill(found []int, left func() []int, grace time.Duration) bool {
 // reaped) without reaping it. ok is false when pid is not a zombie or the status is not
 // readable (Linux shows it only to a process with ptrace access to pid).
 func ExitStatus(pid int) (ws syscall.WaitStatus, ok bool) { return exitStatus(pid) }
+
+// CanReadExitStatus reports whether this process may read pid's exit status with
+// ExitStatus once pid is a zombie. On Linux that takes ptrace read access to pid (the
+// kernel shows 0 as every exit code without it), the access /proc/PID/environ also
+// requires; elsewhere it is whether pid can be read at all.
+func CanReadExitStatus(pid int) bool { return canReadExitStatus(pid) }

@@ -40,3 +40,11 @@ func children(pid int) []int {
 func fastChildren(int) ([]int, bool) { return nil, false }
 
 func threadStates(int) ([]byte, bool) { return nil, false }
+
+// threadChildren: no per-thread children lists here.
+func threadChildren(int, int) ([]int, bool) { return nil, false }
+
+func canReadExitStatus(pid int) bool {
+	_, err := stat(pid)
+	return err == nil
+}

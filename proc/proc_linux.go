@@ -192,6 +192,29 @@ func fastChildren(pid int) (kids []int, ok bool) {
 	return kids, true
 }
 
+func threadChildren(pid, tid int) ([]int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/children")
+	if err != nil {
+		return nil, false
+	}
+	var kids []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			kids = append(kids, n)
+		}
+	}
+	return kids, true
+}
+
+func canReadExitStatus(pid int) bool {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
+}
+
 func environ(pid int) ([]byte, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	return b, err == nil

@@ -203,17 +203,7 @@ func TestUsageAndDescendants(t *testing.T) {
 	}
 	testtool.Need(t, "python3")
 	cmd := exec.Command("python3", "-c", "import socket,sys\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen()\nprint(s.getsockname()[1], flush=True)\nsys.stdin.read()")
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, out := testtool.StartPiped(t, cmd)
 	defer func() { in.Close(); cmd.Wait() }()
 	var port int
 	if _, err := fmt.Fscan(out, &port); err != nil {
@@ -242,5 +232,42 @@ func TestWaitKindOf(t *testing.T) {
 		if got := waitKindOf(msg); got != want {
 			t.Errorf("%q: %v, want %v", msg, got, want)
 		}
+	}
+}
+
+// OpenFDs lists a descriptor while it is open and not once it is closed; Executable
+// opens the binary this process runs.
+func TestSelfFacts(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := int(w.Fd())
+	if fds := OpenFDs(); !slices.Contains(fds, fd) {
+		t.Errorf("OpenFDs() = %v, no open pipe %d", fds, fd)
+	}
+	r.Close()
+	w.Close()
+	if fds := OpenFDs(); slices.Contains(fds, fd) {
+		t.Errorf("OpenFDs() = %v still lists the closed pipe %d", fds, fd)
+	}
+
+	want, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := os.Stat(Executable())
+	if err != nil {
+		t.Fatalf("Executable() = %q: %v", Executable(), err)
+	}
+	b, err := os.Stat(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(a, b) {
+		t.Errorf("Executable() = %q is not this test binary %q", Executable(), want)
+	}
+	if ExecutableReplaced() {
+		t.Errorf("ExecutableReplaced() = true for the test binary in place at %q", want)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build linux && !ptyhub_portable
+
 package proc
 
 import (

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -453,12 +452,8 @@ func (h *helper) sweepAll() {
 
 // closeOnExecAll marks every open fd above 2 close-on-exec.
 func closeOnExecAll() {
-	ents, err := os.ReadDir(fdDir)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+	for _, fd := range proc.OpenFDs() {
+		if fd > 2 {
 			syscall.CloseOnExec(fd)
 		}
 	}

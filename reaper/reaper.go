@@ -17,7 +17,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -113,7 +112,7 @@ func Start(logger *slog.Logger) (*Reaper, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	exe := selfExe()
+	exe := proc.Executable()
 	fds, err := socketPair()
 	if err != nil {
 		return nil, fmt.Errorf("reaper: socketpair: %w", err)
@@ -319,18 +318,13 @@ func (r *Reaper) Survivors(tag string) []Survivor {
 func ExitStatusOf(pid int) (ws syscall.WaitStatus, ok bool) { return proc.ExitStatus(pid) }
 
 // CanReadExitStatus reports whether this process may read exit statuses of the reaper's
-// children from /proc (ptrace read access, as to /proc/PID/environ). Without it the
-// kernel shows 0 for every exit code, so holding leaders would be wrong.
+// children (see proc.CanReadExitStatus). Without it the kernel shows 0 for every exit
+// code, so holding leaders would be wrong.
 func (r *Reaper) CanReadExitStatus() bool {
 	if !kernelPaths {
 		return false // the portable paths never hold leaders
 	}
-	f, err := os.Open("/proc/" + strconv.Itoa(r.cmd.Process.Pid) + "/environ")
-	if err != nil {
-		return false
-	}
-	f.Close()
-	return true
+	return proc.CanReadExitStatus(r.cmd.Process.Pid)
 }
 
 // Kill ends every process of the session tagged tag: SIGHUP+SIGCONT and SIGTERM, then

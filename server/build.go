@@ -3,10 +3,10 @@ package server
 import (
 	"bytes"
 	"debug/elf"
-	"os"
 	"runtime/debug"
 	"sync"
-	"syscall"
+
+	"github.com/ptyhub/ptyhub/proc"
 )
 
 // Build identifies the ptyhub binary this process runs: the Go build ID the toolchain
@@ -14,7 +14,7 @@ import (
 // or the toolchain), else the VCS revision and Go version it was built from.
 func Build() string { return selfBuild() }
 
-var selfBuild = sync.OnceValue(func() string { return buildOf("/proc/self/exe") })
+var selfBuild = sync.OnceValue(func() string { return buildOf(proc.Executable()) })
 
 // buildOf returns the build of the executable at path (see Build).
 func buildOf(path string) string {
@@ -58,18 +58,4 @@ func goBuildID(path string) string {
 
 // exeDeleted reports whether this process's executable file is gone from the file system
 // (deleted, or replaced by another file under its name): no new process can start it.
-func exeDeleted() bool {
-	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
-		return false
-	}
-	if st.Nlink == 0 {
-		return true
-	}
-	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
-		return false
-	}
-	var cur syscall.Stat_t
-	return syscall.Stat(exe, &cur) != nil || cur.Ino != st.Ino || cur.Dev != st.Dev
-}
+func exeDeleted() bool { return proc.ExecutableReplaced() }

@@ -101,17 +101,7 @@ func foreignListener(t *testing.T, uid int, path string, dirMode os.FileMode) *f
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
 	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, stdout := testtool.StartPiped(t, cmd)
 	f := &foreign{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout), pid: cmd.Process.Pid}
 	t.Cleanup(func() { f.stdin.Close(); f.cmd.Process.Kill(); f.cmd.Wait() })
 	if line, err := f.out.ReadString('\n'); err != nil || line != "ready\n" {

@@ -7,8 +7,6 @@ import (
 	"time"
 )
 
-func intp(i int) *int { return &i }
-
 func TestResultText(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -19,7 +17,7 @@ func TestResultText(t *testing.T) {
 		{
 			name: "exited",
 			r: Result{ChunkID: "5c1a9e", WallTimeMs: 42.1, SessionID: "1", State: StateExited,
-				ExitCode: intp(0), ReturnedBecause: BecauseExit, Output: "hi\n"},
+				ExitCode: new(0), ReturnedBecause: BecauseExit, Output: "hi\n"},
 			want: "Chunk ID: 5c1a9e\nWall time: 0.0421 seconds\nProcess exited with code 0\nOutput:\nhi\n",
 		},
 		{
@@ -37,13 +35,13 @@ func TestResultText(t *testing.T) {
 		{
 			name: "timed out",
 			r: Result{ChunkID: "c", WallTimeMs: 500, SessionID: "4", State: StateExited,
-				ExitCode: intp(124), Signal: "SIGTERM", TimedOut: true, ReturnedBecause: BecauseExit},
+				ExitCode: new(124), Signal: "SIGTERM", TimedOut: true, ReturnedBecause: BecauseExit},
 			want: "Chunk ID: c\nWall time: 0.5000 seconds\nProcess timed out and was killed (exit code 124)\nOutput:\n",
 		},
 		{
 			name: "truncated",
-			r: Result{ChunkID: "d", WallTimeMs: 3, SessionID: "7", State: StateExited, ExitCode: intp(2),
-				OriginalTokenCount: intp(14873), TruncatedRange: &[2]int64{1200, 98000},
+			r: Result{ChunkID: "d", WallTimeMs: 3, SessionID: "7", State: StateExited, ExitCode: new(2),
+				OriginalTokenCount: new(14873), TruncatedRange: &[2]int64{1200, 98000},
 				ReturnedBecause: BecauseExit, Output: "head\n…14000 tokens truncated…\ntail\n"},
 			want: "Chunk ID: d\nWall time: 0.0030 seconds\nProcess exited with code 2\nOriginal token count: 14873\n" +
 				"Output truncated: raw bytes 1200 to 98000 were cut from the middle; read them with read_output (session_id 7, from 1200, to 98000)\n" +
@@ -86,9 +84,9 @@ func TestResultText(t *testing.T) {
 				Survivors: []Survivor{{PID: 4242, Command: "sleep 100"}, {PID: 4243, Command: "python3\n-c x"}},
 				Notices: Notices{
 					EndedSinceLastCall: []Ended{
-						{SessionID: "4", Command: "make test", ExitCode: intp(2)},
+						{SessionID: "4", Command: "make test", ExitCode: new(2)},
 						{SessionID: "5", Command: "npm run dev", Signal: "SIGTERM"},
-						{SessionID: "8", Command: "sleep 9", ExitCode: intp(124), TimedOut: true},
+						{SessionID: "8", Command: "sleep 9", ExitCode: new(124), TimedOut: true},
 					},
 					Warnings: []string{"yield_time_ms 900000 clamped to 600000", "60 of 64 sessions in use"},
 				}},
@@ -139,14 +137,14 @@ func TestListResultText(t *testing.T) {
 			name: "table",
 			l: ListResult{Sessions: []Info{
 				{SessionID: "1", Name: "dev", PID: 100, State: StateRunning, AgeMs: 65_000, Clients: 1, Command: "bash", LastLine: "$ ",
-					WaitingForInput: true, LastOutputAgoMs: intp64(3_000), CPUMs: 1_500, RSSBytes: 12 << 20, Ports: []int{3000, 8080},
-					Shell: &ShellState{Cwd: "/src/app", LastCommand: "make test", LastExitCode: intp(2)}},
+					WaitingForInput: true, LastOutputAgoMs: new(int64(3_000)), CPUMs: 1_500, RSSBytes: 12 << 20, Ports: []int{3000, 8080},
+					Shell: &ShellState{Cwd: "/src/app", LastCommand: "make test", LastExitCode: new(2)}},
 				{SessionID: "2", PID: 101, State: StateRunning, AgeMs: 1_000, Command: "zsh", LastLine: "x",
-					Shell: &ShellState{Cwd: "/tmp", Command: "sleep 9", RunningMs: intp64(900)}},
-				{SessionID: "12", PID: 20345, State: StateExited, ExitCode: intp(0), AgeMs: 3_700_000, Command: "make\ttest",
+					Shell: &ShellState{Cwd: "/tmp", Command: "sleep 9", RunningMs: new(int64(900))}},
+				{SessionID: "12", PID: 20345, State: StateExited, ExitCode: new(0), AgeMs: 3_700_000, Command: "make\ttest",
 					LastLine: "ok  \x1b[32mgithub.com/x\x1b[0m"},
 				{SessionID: "13", PID: 7, State: StateExited, Signal: "SIGKILL", AgeMs: 500, Command: "sleep 100"},
-				{SessionID: "14", PID: 8, State: StateExited, ExitCode: intp(124), TimedOut: true, AgeMs: 90_000_000,
+				{SessionID: "14", PID: 8, State: StateExited, ExitCode: new(124), TimedOut: true, AgeMs: 90_000_000,
 					Command: strings.Repeat("x", 50)},
 			}, Notices: Notices{Warnings: []string{"60 of 64 sessions in use"}}},
 			want: "" +
@@ -212,7 +210,7 @@ func TestKillResultText(t *testing.T) {
 		},
 		{
 			name: "ended with code, survivors, removed",
-			k: KillResult{SessionID: "3", State: StateExited, ExitCode: intp(0), Removed: true,
+			k: KillResult{SessionID: "3", State: StateExited, ExitCode: new(0), Removed: true,
 				Survivors: []Survivor{{PID: 9, Command: "sleep 60"}}},
 			want: "Session 3 ended: exit code 0\n" +
 				"Processes that outlived the session's main process were killed: 9 sleep 60\n" +
@@ -230,8 +228,8 @@ func TestKillResultText(t *testing.T) {
 		},
 		{
 			name: "notices",
-			k: KillResult{SessionID: "4", State: StateExited, ExitCode: intp(1),
-				Notices: Notices{EndedSinceLastCall: []Ended{{SessionID: "2", Command: "true", ExitCode: intp(0)}}}},
+			k: KillResult{SessionID: "4", State: StateExited, ExitCode: new(1),
+				Notices: Notices{EndedSinceLastCall: []Ended{{SessionID: "2", Command: "true", ExitCode: new(0)}}}},
 			want: "Session 4 ended: exit code 1\nSession 2 (true) ended: exit code 0",
 		},
 	}
@@ -294,8 +292,6 @@ func TestOneLine(t *testing.T) {
 	}
 }
 
-func intp64(v int64) *int64 { return &v }
-
 // Each interface points to its own operations: a result's text in the CLI's words names
 // the CLI's command to read the cut range, never the MCP tool.
 func TestTextInWords(t *testing.T) {
@@ -303,7 +299,7 @@ func TestTextInWords(t *testing.T) {
 	words := Words{ReadRange: func(id string, from, to int64) string {
 		return fmt.Sprintf("ptyhub read %s --from %d --to %d", id, from, to)
 	}}
-	r := Result{SessionID: "7", State: StateExited, ExitCode: intp(2), OriginalTokenCount: intp(14873),
+	r := Result{SessionID: "7", State: StateExited, ExitCode: new(2), OriginalTokenCount: new(14873),
 		TruncatedRange: &[2]int64{1200, 98000}, ReturnedBecause: BecauseExit, Output: "head\n…\ntail\n"}
 	w := WaitResult{Result: r, Others: []SessionLine{}}
 	for name, text := range map[string]string{"result": r.TextIn(words), "wait result": w.TextIn(words)} {

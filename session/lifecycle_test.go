@@ -6,31 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 )
-
-// lcProcs returns the pids of live processes whose environment holds kv.
-func lcProcs(kv string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && bytes.Contains(append([]byte{0}, b...), []byte("\x00"+kv+"\x00")) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
 
 // Client.Close stops waiting when its context ends, and says so; the kill goes on.
 func TestClientCloseHonoursContext(t *testing.T) {
@@ -87,7 +69,7 @@ func TestManagerCloseRacesFirstStart(t *testing.T) {
 			t.Errorf("close: %v", err)
 		}
 		<-started
-		if pids := lcProcs(marker); len(pids) > 0 {
+		if pids := proctest.WithEnv(marker); len(pids) > 0 {
 			t.Errorf("round %d: processes %v outlived Manager.Close", i, pids)
 			for _, pid := range pids {
 				syscall.Kill(pid, syscall.SIGKILL)

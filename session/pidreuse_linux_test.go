@@ -42,7 +42,7 @@ func TestSignalNeverHitsReusedPid(t *testing.T) {
 	m, c := scNewClient(t)
 	for _, tty := range []bool{true, false} {
 		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
-			r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"true"}, TTY: &tty, YieldTimeMs: ptr(20000)})
+			r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"true"}, TTY: &tty, YieldTimeMs: new(int64(20000))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,18 +150,8 @@ sys.stdin.read()
 `
 	cmd := exec.Command("python3", "-c", prog)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, out := testtool.StartPiped(t, cmd)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if line != "ready\n" {
 		cmd.Process.Kill()
@@ -251,14 +241,14 @@ sys.stdout.write("gone=%d;\n" % os.tcgetpgrp(0)); sys.stdout.flush()
 os.read(r, 1)
 `
 	m, c := scNewClient(t)
-	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"python3", "-c", prog}, WaitFor: `^fg=[0-9]+;`, YieldTimeMs: ptr(20000)})
+	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"python3", "-c", prog}, WaitFor: `^fg=[0-9]+;`, YieldTimeMs: new(int64(20000))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Kill(context.Background(), KillRequest{SessionID: r.SessionID, Signal: "TERM"}); err != nil {
 		t.Fatalf("kill_session signal TERM to the live foreground group: %v", err)
 	}
-	r, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, WaitFor: `^gone=[0-9]+;`, YieldTimeMs: ptr(20000)})
+	r, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, WaitFor: `^gone=[0-9]+;`, YieldTimeMs: new(int64(20000))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/transcript"
 )
 
@@ -50,7 +50,7 @@ func TestRecordingFailureCostsOnlyTheTranscript(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs lockedBuilder
+			var logs testtool.Buffer
 			tc.opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			m, err := NewManager(tc.opts)
 			if err != nil {
@@ -126,24 +126,6 @@ func TestTranscriptPath(t *testing.T) {
 	if _, err := os.Stat(transcript.SpillPath(dir, r.UUID)); !os.IsNotExist(err) {
 		t.Errorf("spill left after Close: %v", err)
 	}
-}
-
-// lockedBuilder is a strings.Builder safe for a logger writing from other goroutines.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestReaderFlushesAtEveryPause: the readers woken per batch (transcript, screen

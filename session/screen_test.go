@@ -23,8 +23,6 @@ func scNewClient(t *testing.T) (*Manager, *Client) {
 	return m, m.NewClient("test")
 }
 
-func ptr(v int64) *int64 { return &v }
-
 // scUntilExit polls until the session exits and returns all its text output.
 func scUntilExit(t *testing.T, c *Client, r *Result) string {
 	t.Helper()
@@ -32,7 +30,7 @@ func scUntilExit(t *testing.T, c *Client, r *Result) string {
 	b.WriteString(r.Output)
 	for r.State != StateExited {
 		var err error
-		if r, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, YieldTimeMs: ptr(5000)}); err != nil {
+		if r, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, YieldTimeMs: new(int64(5000))}); err != nil {
 			t.Fatal(err)
 		}
 		b.WriteString(r.Output)
@@ -73,7 +71,7 @@ func TestRepaintRedraws(t *testing.T) {
 			t.Parallel()
 			// No pattern: the call returns once bash waits in read with all output drained,
 			// so nothing arrives between the repaint and the screen view.
-			r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", tc.cmd}, Rows: 12, Cols: 40, YieldTimeMs: ptr(60000)})
+			r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", tc.cmd}, Rows: 12, Cols: 40, YieldTimeMs: new(int64(60000))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,7 +99,7 @@ func TestRepaintRedraws(t *testing.T) {
 				got.CursorCol != want.CursorCol || got.AltScreen != want.AltScreen {
 				t.Errorf("repainted %+v\nscreen view %+v", got, want)
 			}
-			w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\n", YieldTimeMs: ptr(0)})
+			w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\n", YieldTimeMs: new(int64(0))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +114,7 @@ func TestQueriesNotAnsweredWhileAttached(t *testing.T) {
 	t.Parallel()
 	m, c := scNewClient(t)
 	cmd := `ask() { printf "\033[5n"; IFS= read -rs -t1 -dn r; echo "[${r#*[}]"; }; read -r x; ask; read -r y; ask`
-	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", cmd}, YieldTimeMs: ptr(0)})
+	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", cmd}, YieldTimeMs: new(int64(0))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +122,7 @@ func TestQueriesNotAnsweredWhileAttached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "go\n", YieldTimeMs: ptr(0)})
+	r, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "go\n", YieldTimeMs: new(int64(0))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +136,7 @@ func TestQueriesNotAnsweredWhileAttached(t *testing.T) {
 		t.Errorf("answered while a human was attached: %q", data)
 	}
 	a.Detach()
-	r, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "go\n", YieldTimeMs: ptr(0)})
+	r, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "go\n", YieldTimeMs: new(int64(0))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +174,7 @@ func TestScreenViewOfExitedSession(t *testing.T) {
 func TestHiddenTextNotShown(t *testing.T) {
 	t.Parallel()
 	_, c := scNewClient(t)
-	r, err := c.Exec(context.Background(), ExecRequest{Cmd: `printf 'vis \033[8mHIDDEN\033[0m end\n'`, YieldTimeMs: ptr(20000)})
+	r, err := c.Exec(context.Background(), ExecRequest{Cmd: `printf 'vis \033[8mHIDDEN\033[0m end\n'`, YieldTimeMs: new(int64(20000))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,11 +203,11 @@ func TestHiddenTextNotShown(t *testing.T) {
 func TestCtrlSDoesNotFreezeAgentSessions(t *testing.T) {
 	t.Parallel()
 	_, c := scNewClient(t)
-	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", `IFS= read -r x; printf 'got %q\n' "$x"; for i in 1 2 3; do echo line$i; done`}, YieldTimeMs: ptr(20000)})
+	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", `IFS= read -r x; printf 'got %q\n' "$x"; for i in 1 2 3; do echo line$i; done`}, YieldTimeMs: new(int64(20000))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\u0013ok\n", YieldTimeMs: ptr(20000), WaitFor: "line3"})
+	w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\u0013ok\n", YieldTimeMs: new(int64(20000)), WaitFor: "line3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,11 +222,11 @@ func TestCtrlSDoesNotFreezeAgentSessions(t *testing.T) {
 func TestCtrlSReportedInPlainProfile(t *testing.T) {
 	t.Parallel()
 	_, c := scNewClient(t)
-	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"cat"}, Profile: ProfilePlain, YieldTimeMs: ptr(20000)})
+	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"cat"}, Profile: ProfilePlain, YieldTimeMs: new(int64(20000))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\u0013", YieldTimeMs: ptr(20000)})
+	w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\u0013", YieldTimeMs: new(int64(20000))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +240,7 @@ func TestCtrlSReportedInPlainProfile(t *testing.T) {
 	if i := slices.IndexFunc(l.Sessions, func(i Info) bool { return i.SessionID == r.SessionID }); i < 0 || !l.Sessions[i].OutputStopped {
 		t.Errorf("listing does not say the output is stopped: %+v", l.Sessions)
 	}
-	w, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\u0011hi\n", YieldTimeMs: ptr(20000), WaitFor: "hi"})
+	w, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\u0011hi\n", YieldTimeMs: new(int64(20000)), WaitFor: "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +268,7 @@ func TestTypeaheadPasswordNotEchoed(t *testing.T) {
 	r, err := c.Exec(context.Background(), ExecRequest{
 		Argv:        []string{"bash", "-c", `sleep 0.3; IFS= read -rs -p 'Password: ' pw; echo; echo "got ${#pw}"; IFS= read -r x; echo "x=$x"`},
 		Stdin:       "hunter2\nvisible\n",
-		YieldTimeMs: ptr(20000), WaitFor: "x=",
+		YieldTimeMs: new(int64(20000)), WaitFor: "x=",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -298,11 +296,11 @@ func TestTypeaheadPasswordNotEchoed(t *testing.T) {
 func TestTypeaheadWithInterrupt(t *testing.T) {
 	t.Parallel()
 	_, c := scNewClient(t)
-	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"sleep", "100"}, YieldTimeMs: ptr(0)})
+	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"sleep", "100"}, YieldTimeMs: new(int64(0))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "typed ahead\u0003", YieldTimeMs: ptr(60000)})
+	w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "typed ahead\u0003", YieldTimeMs: new(int64(60000))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,14 +315,14 @@ func TestTypeaheadWithInterrupt(t *testing.T) {
 func TestStoppedForegroundReported(t *testing.T) {
 	t.Parallel()
 	_, c := scNewClient(t)
-	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", `python3 -c 'import os, signal; print("stopping", flush=True); os.kill(os.getpid(), signal.SIGSTOP)'; echo after`}, WaitFor: "stopping", YieldTimeMs: ptr(20000)})
+	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"bash", "-c", `python3 -c 'import os, signal; print("stopping", flush=True); os.kill(os.getpid(), signal.SIGSTOP)'; echo after`}, WaitFor: "stopping", YieldTimeMs: new(int64(20000))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The stop follows the print: poll (each call runs to its short deadline) until the
 	// warning comes, bounded.
 	for i := 0; ; i++ {
-		w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, YieldTimeMs: ptr(300)})
+		w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, YieldTimeMs: new(int64(300))})
 		if err != nil {
 			t.Fatal(err)
 		}

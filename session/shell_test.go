@@ -37,7 +37,7 @@ func shellSession(t *testing.T, shell string, files map[string]string) (*session
 	c := m.NewClient("test")
 	r, err := c.Exec(context.Background(), session.ExecRequest{Cmd: shell, Workdir: home,
 		Env:         map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"), "HISTFILE": filepath.Join(home, ".hist")},
-		YieldTimeMs: wMs(20000)})
+		YieldTimeMs: new(int64(20000))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestShellInteractive(t *testing.T) {
 			// (In the portable build a silent program looks like a prompt after a
 			// while: the quiet heuristic may return first; the shell still says which
 			// command runs.)
-			r, err := c.Write(context.Background(), session.WriteRequest{SessionID: id, Chars: "sleep 100\n", YieldTimeMs: wMs(3000)})
+			r, err := c.Write(context.Background(), session.WriteRequest{SessionID: id, Chars: "sleep 100\n", YieldTimeMs: new(int64(3000))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,14 +202,14 @@ func TestShellInteractive(t *testing.T) {
 			}
 			// A REPL: the command waits for input inside python, then returns to the shell.
 			// (A long yield: python3 may be a slow pyenv shim on a loaded machine.)
-			r, err = c.Write(context.Background(), session.WriteRequest{SessionID: id, Chars: "python3 -q\n", YieldTimeMs: wMs(60000)})
+			r, err = c.Write(context.Background(), session.WriteRequest{SessionID: id, Chars: "python3 -q\n", YieldTimeMs: new(int64(60000))})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if testtool.Portable {
 				// Without the kernel's view only the shell's own prompt is an exact wait:
 				// python's is left to the general detection, which may take longer.
-				r, err = c.Write(context.Background(), session.WriteRequest{SessionID: id, Chars: "import sys; sys.exit(5)\n", YieldTimeMs: wMs(10000)})
+				r, err = c.Write(context.Background(), session.WriteRequest{SessionID: id, Chars: "import sys; sys.exit(5)\n", YieldTimeMs: new(int64(10000))})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -225,7 +225,7 @@ func TestShellInteractive(t *testing.T) {
 			}
 			// Input for the REPL is typed into a running program: the default yield is
 			// write_stdin's short one, so this call asks for a longer one.
-			r, err = c.Write(context.Background(), session.WriteRequest{SessionID: id, Chars: "import sys; sys.exit(5)\n", YieldTimeMs: wMs(10000)})
+			r, err = c.Write(context.Background(), session.WriteRequest{SessionID: id, Chars: "import sys; sys.exit(5)\n", YieldTimeMs: new(int64(10000))})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,7 +21,7 @@ func TestChildrenGetDefaultSignals(t *testing.T) {
 	}
 	defer m.Close(context.Background())
 	c := m.NewClient("t")
-	r, err := c.Exec(context.Background(), ExecRequest{Cmd: `grep SigIgn /proc/self/status`, YieldTimeMs: ptr(20000)})
+	r, err := c.Exec(context.Background(), ExecRequest{Cmd: `grep SigIgn /proc/self/status`, YieldTimeMs: new(int64(20000))})
 	signal.Reset(syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP)
 	if err != nil {
 		t.Fatal(err)
@@ -33,11 +33,11 @@ func TestChildrenGetDefaultSignals(t *testing.T) {
 	if !strings.Contains(out, "SigIgn:\t0000000000000000") {
 		t.Errorf("a session's program has signals ignored: %q", out)
 	}
-	r, err = c.Exec(context.Background(), ExecRequest{Argv: []string{"sleep", "100"}, YieldTimeMs: ptr(0)})
+	r, err = c.Exec(context.Background(), ExecRequest{Argv: []string{"sleep", "100"}, YieldTimeMs: new(int64(0))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\u0003", YieldTimeMs: ptr(60000)})
+	w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "\u0003", YieldTimeMs: new(int64(60000))})
 	if err != nil {
 		t.Fatal(err)
 	}

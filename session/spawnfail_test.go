@@ -21,8 +21,8 @@ func TestFailedSpawnsLeakNothing(t *testing.T) {
 		{Cmd: "true", Workdir: "/no/such/dir"},
 		{Cmd: "true", Workdir: "/etc/passwd"},
 		{Argv: []string{"echo", "a\x00b"}},
-		{Argv: []string{"no-such-program-xyz"}, YieldTimeMs: ptr(60000)},
-		{Argv: []string{"/etc/passwd"}, YieldTimeMs: ptr(60000)},
+		{Argv: []string{"no-such-program-xyz"}, YieldTimeMs: new(int64(60000))},
+		{Argv: []string{"/etc/passwd"}, YieldTimeMs: new(int64(60000))},
 	}
 	run := func(n int) {
 		for i := range n {

@@ -40,7 +40,7 @@ func release(t *testing.T, p string) {
 func mustExec(t *testing.T, c *session.Client, req session.ExecRequest) *session.Result {
 	t.Helper()
 	if req.YieldTimeMs == nil {
-		req.YieldTimeMs = wMs(0)
+		req.YieldTimeMs = new(int64(0))
 	}
 	r, err := c.Exec(context.Background(), req)
 	if err != nil {
@@ -59,9 +59,9 @@ func TestWaitFirstExit(t *testing.T) {
 	buildGo, testGo := fifo(t), fifo(t)
 	build := mustExec(t, c, session.ExecRequest{Cmd: "echo compiling; cat " + buildGo + " >/dev/null; echo built; exit 3"})
 	tests := mustExec(t, c, session.ExecRequest{Cmd: "cat " + testGo + " >/dev/null; echo PASS"})
-	dev := mustExec(t, c, session.ExecRequest{Cmd: "echo listening-on-dev; sleep 1000", WaitFor: "listening", YieldTimeMs: wMs(20_000)})
+	dev := mustExec(t, c, session.ExecRequest{Cmd: "echo listening-on-dev; sleep 1000", WaitFor: "listening", YieldTimeMs: new(int64(20_000))})
 	// cat in non-canonical mode: a prompt's shape, which the quiet heuristic requires.
-	repl := mustExec(t, c, session.ExecRequest{Cmd: "stty -icanon; exec cat", YieldTimeMs: wMs(20_000)})
+	repl := mustExec(t, c, session.ExecRequest{Cmd: "stty -icanon; exec cat", YieldTimeMs: new(int64(20_000))})
 	if repl.ReturnedBecause != session.BecauseWaitingForInput {
 		t.Fatalf("cat: returned because %s", repl.ReturnedBecause)
 	}
@@ -71,7 +71,7 @@ func TestWaitFirstExit(t *testing.T) {
 	go func() {
 		r, err := c.Wait(context.Background(), session.WaitRequest{
 			SessionIDs: []string{build.SessionID, tests.SessionID, dev.SessionID, repl.SessionID, late.SessionID},
-			Until:      []string{session.UntilExit, session.UntilWaitingForInput}, TimeoutMs: wMs(60_000)})
+			Until:      []string{session.UntilExit, session.UntilWaitingForInput}, TimeoutMs: new(int64(60_000))})
 		if err != nil {
 			t.Error(err)
 		}
@@ -98,7 +98,7 @@ func TestWaitFirstExit(t *testing.T) {
 	}
 	// Nothing of the others was consumed: the late session's line (printed before or
 	// after the wait returned) still reaches the agent's next call.
-	p, err := c.Write(context.Background(), session.WriteRequest{SessionID: late.SessionID, WaitFor: "unread-line", YieldTimeMs: wMs(30_000)})
+	p, err := c.Write(context.Background(), session.WriteRequest{SessionID: late.SessionID, WaitFor: "unread-line", YieldTimeMs: new(int64(30_000))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestWaitFirstExit(t *testing.T) {
 	// The default set: this client's sessions still running or not yet reported; the
 	// test run is next.
 	go func() {
-		r, err := c.Wait(context.Background(), session.WaitRequest{Until: []string{session.UntilExit}, TimeoutMs: wMs(60_000)})
+		r, err := c.Wait(context.Background(), session.WaitRequest{Until: []string{session.UntilExit}, TimeoutMs: new(int64(60_000))})
 		if err != nil {
 			t.Error(err)
 		}
@@ -128,7 +128,7 @@ func TestWaitForInput(t *testing.T) {
 	c := wClient(t)
 	q := fifo(t)
 	ask := mustExec(t, c, session.ExecRequest{Argv: []string{"bash", "-c", "cat " + q + " >/dev/null; read -p 'Continue? [y/n] ' a; echo answer=$a"}})
-	r, err := c.Wait(context.Background(), session.WaitRequest{SessionIDs: []string{ask.SessionID}, Until: []string{session.UntilExit}, TimeoutMs: wMs(0)})
+	r, err := c.Wait(context.Background(), session.WaitRequest{SessionIDs: []string{ask.SessionID}, Until: []string{session.UntilExit}, TimeoutMs: new(int64(0))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestWaitForInput(t *testing.T) {
 	}
 	done := make(chan *session.WaitResult, 1)
 	go func() {
-		r, err := c.Wait(context.Background(), session.WaitRequest{TimeoutMs: wMs(60_000)})
+		r, err := c.Wait(context.Background(), session.WaitRequest{TimeoutMs: new(int64(60_000))})
 		if err != nil {
 			t.Error(err)
 		}
@@ -166,7 +166,7 @@ func TestWaitPattern(t *testing.T) {
 	done := make(chan *session.WaitResult, 1)
 	go func() {
 		r, err := c.Wait(context.Background(), session.WaitRequest{SessionIDs: []string{quiet.SessionID, srv.SessionID},
-			WaitFor: `port \d+$`, Until: []string{session.UntilPattern}, TimeoutMs: wMs(60_000)})
+			WaitFor: `port \d+$`, Until: []string{session.UntilPattern}, TimeoutMs: new(int64(60_000))})
 		if err != nil {
 			t.Error(err)
 		}
@@ -190,7 +190,7 @@ func TestWaitCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := c.Wait(ctx, session.WaitRequest{TimeoutMs: wMs(600_000)})
+		_, err := c.Wait(ctx, session.WaitRequest{TimeoutMs: new(int64(600_000))})
 		errc <- err
 	}()
 	cancel()
@@ -220,7 +220,7 @@ func TestWaitArguments(t *testing.T) {
 		{SessionIDs: []string{"999"}},     // unknown
 		{Until: []string{"pattern"}},      // needs wait_for
 		{Until: []string{"forever"}},      // unknown event
-		{TimeoutMs: wMs(-1)},              // negative
+		{TimeoutMs: new(int64(-1))},       // negative
 		{WaitFor: "("},                    // bad regexp
 		{SessionIDs: []string{"no-such"}}, // unknown name
 	} {
@@ -240,7 +240,7 @@ func TestNamedSessions(t *testing.T) {
 	}
 	t.Cleanup(func() { m.Close(context.Background()) })
 	a, b := m.NewClient("a"), m.NewClient("b")
-	first := mustExec(t, a, session.ExecRequest{Cmd: "echo first-start; sleep 1000", Name: "dev", WaitFor: "first-start", YieldTimeMs: wMs(20_000)})
+	first := mustExec(t, a, session.ExecRequest{Cmd: "echo first-start; sleep 1000", Name: "dev", WaitFor: "first-start", YieldTimeMs: new(int64(20_000))})
 	if first.Name != "dev" || first.Existing {
 		t.Fatalf("first: %+v", first)
 	}
@@ -306,7 +306,7 @@ func TestListFacts(t *testing.T) {
 	t.Parallel()
 	wNeed(t, "python3")
 	c := wClient(t)
-	srv := mustExec(t, c, session.ExecRequest{Name: "web", YieldTimeMs: wMs(30_000),
+	srv := mustExec(t, c, session.ExecRequest{Name: "web", YieldTimeMs: new(int64(30_000)),
 		Cmd:     `python3 -u -c 'import http.server as h; s = h.HTTPServer(("127.0.0.1", 0), h.SimpleHTTPRequestHandler); print("port", s.server_port); s.serve_forever()'; echo stopped`,
 		WaitFor: `^port \d+`})
 	if srv.ReturnedBecause != session.BecausePattern {
@@ -317,7 +317,7 @@ func TestListFacts(t *testing.T) {
 		t.Fatalf("no port in %q", srv.Output)
 	}
 	// cat in non-canonical mode: a prompt's shape, which the quiet heuristic requires.
-	prompt := mustExec(t, c, session.ExecRequest{Cmd: "stty -icanon; exec cat", YieldTimeMs: wMs(20_000)})
+	prompt := mustExec(t, c, session.ExecRequest{Cmd: "stty -icanon; exec cat", YieldTimeMs: new(int64(20_000))})
 	l, err := c.List(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -355,7 +355,7 @@ func TestCompletionFacts(t *testing.T) {
 			t.Cleanup(func() { m.Close(context.Background()) })
 			c := m.NewClient("facts")
 			raw := "one\r\n\x1b[1mtwo\x1b[0m\r\nthree"
-			r := mustExec(t, c, session.ExecRequest{Argv: []string{"printf", `one\n\033[1mtwo\033[0m\nthree`}, YieldTimeMs: wMs(30_000)})
+			r := mustExec(t, c, session.ExecRequest{Argv: []string{"printf", `one\n\033[1mtwo\033[0m\nthree`}, YieldTimeMs: new(int64(30_000))})
 			if r.State != session.StateExited || r.Completion == nil {
 				t.Fatalf("no completion facts: %s", r.Text())
 			}
@@ -382,7 +382,7 @@ func TestCompletionFacts(t *testing.T) {
 						t.Errorf("exec named log %s: %q %v", f.LogPath, b, err)
 					}
 				}
-				w, err := c.Wait(context.Background(), session.WaitRequest{SessionIDs: []string{r.SessionID}, TimeoutMs: wMs(60_000)})
+				w, err := c.Wait(context.Background(), session.WaitRequest{SessionIDs: []string{r.SessionID}, TimeoutMs: new(int64(60_000))})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -401,7 +401,7 @@ func TestCompletionFacts(t *testing.T) {
 			bg := mustExec(t, c, session.ExecRequest{Cmd: "cat '" + g + "' >/dev/null; echo bg-done"})
 			done := make(chan *session.WaitResult, 1)
 			go func() {
-				w, _ := c.Wait(context.Background(), session.WaitRequest{SessionIDs: []string{bg.SessionID}, Until: []string{"exit"}, TimeoutMs: wMs(60_000)})
+				w, _ := c.Wait(context.Background(), session.WaitRequest{SessionIDs: []string{bg.SessionID}, Until: []string{"exit"}, TimeoutMs: new(int64(60_000))})
 				done <- w
 			}()
 			release(t, g)
@@ -434,7 +434,7 @@ func TestCompletionEndedNotice(t *testing.T) {
 	// readers of one fifo could leave one of them waiting for ever).
 	release(t, g)
 	for {
-		r, err := c.Write(context.Background(), session.WriteRequest{SessionID: fg.SessionID, YieldTimeMs: wMs(200)})
+		r, err := c.Write(context.Background(), session.WriteRequest{SessionID: fg.SessionID, YieldTimeMs: new(int64(200))})
 		if err != nil {
 			t.Fatal(err)
 		}

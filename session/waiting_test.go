@@ -25,8 +25,6 @@ func wClient(t *testing.T) *session.Client {
 	return m.NewClient("waiting-test")
 }
 
-func wMs(v int64) *int64 { return &v }
-
 func wNeed(t *testing.T, progs ...string) {
 	t.Helper()
 	testtool.Need(t, progs...)
@@ -78,7 +76,7 @@ func TestWaitingFires(t *testing.T) {
 			}
 			for i := range 3 {
 				req := tc.req
-				req.YieldTimeMs = wMs(20_000)
+				req.YieldTimeMs = new(int64(20_000))
 				r, err := c.Exec(context.Background(), req)
 				if err != nil {
 					t.Fatal(err)
@@ -141,7 +139,7 @@ func TestWaitingDoesNotFire(t *testing.T) {
 			wNeed(t, tc.need...)
 			// Start, and wait for the program to say it is about to enter the state.
 			req := tc.req
-			req.YieldTimeMs = wMs(20_000)
+			req.YieldTimeMs = new(int64(20_000))
 			req.WaitFor = "READY"
 			r, err := c.Exec(context.Background(), req)
 			if err != nil {
@@ -156,7 +154,7 @@ func TestWaitingDoesNotFire(t *testing.T) {
 			if tc.want == session.BecauseExit {
 				yield = 20_000
 			}
-			r, err = c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: wMs(yield)})
+			r, err = c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: new(int64(yield))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,7 +177,7 @@ func TestWaitingQuietFallback(t *testing.T) {
 	c := wClient(t)
 	r, err := c.Exec(context.Background(), session.ExecRequest{Argv: []string{"python3", "-c",
 		"import select, socket, sys\na, b = socket.socketpair()\nprint('remote> ', end='', flush=True)\nselect.select([sys.stdin, a], [], [])\nprint('got', sys.stdin.readline().strip())"},
-		YieldTimeMs: wMs(20_000)})
+		YieldTimeMs: new(int64(20_000))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +185,7 @@ func TestWaitingQuietFallback(t *testing.T) {
 	if r.ReturnedBecause != session.BecauseWaitingForInput || r.WaitDetection != "quiet" || !strings.Contains(r.Output, "remote> ") {
 		t.Fatalf("returned because %q (wait_detection %q) after %.1f ms with %q, want waiting_for_input by quiet", r.ReturnedBecause, r.WaitDetection, r.WallTimeMs, r.Output)
 	}
-	r, err = c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, Chars: "hi\n", YieldTimeMs: wMs(20_000)})
+	r, err = c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, Chars: "hi\n", YieldTimeMs: new(int64(20_000))})
 	if err != nil || r.ReturnedBecause != session.BecauseExit || !strings.Contains(r.Output, "got hi") {
 		t.Fatalf("answer: %v, returned because %q with %q", err, r.ReturnedBecause, r.Output)
 	}
@@ -221,7 +219,7 @@ func TestWaitingTurns(t *testing.T) {
 			t.Parallel()
 			wNeed(t, tc.need...)
 			req := tc.req
-			req.YieldTimeMs = wMs(20_000)
+			req.YieldTimeMs = new(int64(20_000))
 			r, err := c.Exec(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
@@ -231,12 +229,12 @@ func TestWaitingTurns(t *testing.T) {
 				t.Fatalf("start: returned because %q, output %q", r.ReturnedBecause, r.Output)
 			}
 			for i := range 20 {
-				r, err = c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, Chars: tc.input(i), YieldTimeMs: wMs(20_000)})
+				r, err = c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, Chars: tc.input(i), YieldTimeMs: new(int64(20_000))})
 				if err != nil {
 					t.Fatal(err)
 				}
 				if r.ReturnedBecause != session.BecauseWaitingForInput || !strings.Contains(r.Output, tc.answer(i)) {
-					r2, _ := c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: wMs(1000)})
+					r2, _ := c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: new(int64(1000))})
 					t.Logf("DEBUG then: %q %s", r2.Output, r2.ReturnedBecause)
 					t.Fatalf("turn %d: returned because %q after %.1f ms with %q, want waiting_for_input with %q", i, r.ReturnedBecause, r.WallTimeMs, r.Output, tc.answer(i))
 				}
@@ -250,7 +248,7 @@ func TestWaitingTurns(t *testing.T) {
 func TestWaitingPasswordThenAnswer(t *testing.T) {
 	t.Parallel()
 	c := wClient(t)
-	r, err := c.Exec(context.Background(), session.ExecRequest{Cmd: `read -s -p "Password: " pw; echo; read -p "Continue? [y/n] " a; echo "len=${#pw} answer=$a"`, YieldTimeMs: wMs(20_000)})
+	r, err := c.Exec(context.Background(), session.ExecRequest{Cmd: `read -s -p "Password: " pw; echo; read -p "Continue? [y/n] " a; echo "len=${#pw} answer=$a"`, YieldTimeMs: new(int64(20_000))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,14 +256,14 @@ func TestWaitingPasswordThenAnswer(t *testing.T) {
 	if r.ReturnedBecause != session.BecauseWaitingForInput || !r.PasswordPrompt {
 		t.Fatalf("returned because %q, password %v, output %q", r.ReturnedBecause, r.PasswordPrompt, r.Output)
 	}
-	r, err = c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, Chars: "hunter2\n", YieldTimeMs: wMs(20_000)})
+	r, err = c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, Chars: "hunter2\n", YieldTimeMs: new(int64(20_000))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.ReturnedBecause != session.BecauseWaitingForInput || r.PasswordPrompt || !strings.Contains(r.Output, "Continue? [y/n] ") || strings.Contains(r.Output, "hunter2") {
 		t.Fatalf("after the password: returned because %q, password %v, output %q", r.ReturnedBecause, r.PasswordPrompt, r.Output)
 	}
-	r, err = c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, Chars: "y\n", YieldTimeMs: wMs(20_000)})
+	r, err = c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, Chars: "y\n", YieldTimeMs: new(int64(20_000))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestWatchDelta(t *testing.T) {
 	}
 	gen := all.Generation
 
-	done := mustExec(t, c, session.ExecRequest{Argv: []string{"true"}, YieldTimeMs: wMs(10_000)})
+	done := mustExec(t, c, session.ExecRequest{Argv: []string{"true"}, YieldTimeMs: new(int64(10_000))})
 	if done.State != session.StateExited {
 		t.Fatalf("true: %+v", done)
 	}

@@ -27,7 +27,7 @@ func TestWatchKnownWaitingIsNoNews(t *testing.T) {
 	if err := syscall.Mkfifo(gate, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, err := c.Exec(ctx, ExecRequest{Argv: []string{"bash", "-c", "cat '" + gate + "' >/dev/null; read -p 'Deploy? ' a; read -p 'Sure? ' b; echo done"}, YieldTimeMs: ptr(0)})
+	r, err := c.Exec(ctx, ExecRequest{Argv: []string{"bash", "-c", "cat '" + gate + "' >/dev/null; read -p 'Deploy? ' a; read -p 'Sure? ' b; echo done"}, YieldTimeMs: new(int64(0))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestWatchKnownWaitingIsNoNews(t *testing.T) {
 	}
 
 	// Typed input answered (before the next watch began), the next question is news.
-	if _, err := c.Write(ctx, WriteRequest{SessionID: r.SessionID, Chars: "y\r", YieldTimeMs: ptr(0)}); err != nil {
+	if _, err := c.Write(ctx, WriteRequest{SessionID: r.SessionID, Chars: "y\r", YieldTimeMs: new(int64(0))}); err != nil {
 		t.Fatal(err)
 	}
 	again, err := c.Watch(ctx, WatchRequest{Since: first.Generation, SessionIDs: []string{r.SessionID}, Heard: []WatchEvent{heard}})

@@ -1,14 +1,13 @@
 package session
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ptyhub/ptyhub/proc"
 )
 
 // TestNoZombiesLeft: 200 short sessions, each leaving a background child behind, end
@@ -20,7 +19,7 @@ func TestNoZombiesLeft(t *testing.T) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := range 25 {
-				r, err := c.Exec(context.Background(), ExecRequest{Cmd: "sleep 0.05 & echo " + strconv.Itoa(w*25+i), YieldTimeMs: ptr(20000)})
+				r, err := c.Exec(context.Background(), ExecRequest{Cmd: "sleep 0.05 & echo " + strconv.Itoa(w*25+i), YieldTimeMs: new(int64(20000))})
 				if err != nil {
 					t.Error(err)
 					return
@@ -49,21 +48,10 @@ func TestNoZombiesLeft(t *testing.T) {
 
 // zombieChildren lists the zombie processes whose parent is ppid.
 func zombieChildren(ppid int) []int {
-	ents, _ := os.ReadDir("/proc")
 	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		i := bytes.LastIndexByte(st, ')')
-		if err != nil || i < 0 || len(st) < i+4 {
-			continue
-		}
-		f := bytes.Fields(st[i+2:])
-		if len(f) > 1 && string(f[0]) == "Z" && string(f[1]) == strconv.Itoa(ppid) {
-			out = append(out, pid)
+	for _, p := range proc.List() {
+		if p.State == 'Z' && p.PPID == ppid {
+			out = append(out, p.PID)
 		}
 	}
 	return out

@@ -149,16 +149,9 @@ func manySessions(ctx context.Context, dir string, n int) (string, error) {
 	wg.Wait()
 	startS := time.Since(t0).Seconds()
 	running := m.Running()
-	var rss int64
-	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		for l := range strings.Lines(string(b)) {
-			if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-				rss, _ = strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-			}
-		}
-	}
+	rss := proc.SelfRSS()
 	left := closeAndCount(m, uuids)
-	fig := fmt.Sprintf("started %d/%d in %.1fs, %d running, manager RSS %d MiB, %d processes left after close", len(uuids), n, startS, running, rss>>10, left)
+	fig := fmt.Sprintf("started %d/%d in %.1fs, %d running, manager RSS %d MiB, %d processes left after close", len(uuids), n, startS, running, rss>>20, left)
 	switch {
 	case len(failures) > 0:
 		return fig, fmt.Errorf("%d starts failed, first: %s", len(failures), failures[0])
@@ -376,8 +369,7 @@ func outOfFDs(ctx context.Context, dir string) (string, error) {
 	if _, err := c.Exec(ctx, session.ExecRequest{Cmd: "true", YieldTimeMs: ms(30000)}); err != nil {
 		return "", err
 	}
-	ents, _ := os.ReadDir("/proc/self/fd")
-	lim := syscall.Rlimit{Cur: uint64(len(ents) + 64), Max: old.Max}
+	lim := syscall.Rlimit{Cur: uint64(len(proc.OpenFDs()) + 64), Max: old.Max}
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return "", err
 	}

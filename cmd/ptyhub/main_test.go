@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -30,6 +31,9 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(keyboardChildEnv) == "1" {
+		os.Exit(keyboardChild())
+	}
 	dir, err := os.MkdirTemp("", "ptyhub-cli-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -60,7 +64,7 @@ func stopServer(sock string) {
 	if pid <= 0 || syscall.Kill(pid, syscall.SIGTERM) != nil {
 		return
 	}
-	for i := 0; i < 1000 && syscall.Kill(pid, 0) == nil && !zombie(pid); i++ {
+	for i := 0; i < 1000 && syscall.Kill(pid, 0) == nil && !proctest.Exited(pid); i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
@@ -502,31 +506,7 @@ func newMarker(t *testing.T) string {
 }
 
 // marked lists the processes whose environment holds PTYHUB_TEST_MARKER=marker.
-func marked(marker string) []int {
-	want := []byte("PTYHUB_TEST_MARKER=" + marker + "\x00")
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && bytes.Contains(env, want) && !zombie(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-func zombie(pid int) bool {
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(st, ')')
-	return i > 0 && len(st) > i+2 && st[i+2] == 'Z'
-}
+func marked(marker string) []int { return proctest.WithEnv("PTYHUB_TEST_MARKER=" + marker) }
 
 // waitMarked waits up to 10 s until marked processes exist (want) or are all gone.
 func waitMarked(t *testing.T, marker string, want bool) {

@@ -1,3 +1,5 @@
+//go:build freebsd || (linux && ptyhub_portable)
+
 package proc
 
 import (

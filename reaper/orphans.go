@@ -1,10 +1,6 @@
 package reaper
 
-import (
-	"os"
-	"strconv"
-	"strings"
-)
+import "github.com/ptyhub/ptyhub/proc"
 
 // orphanCandidates lists the children of the reaper self that are not children of its
 // spawning thread (the one OS thread that forks every leader): the orphans re-parented to
@@ -13,24 +9,14 @@ import (
 // group — its main thread, which the reaper's init holds for the process's life (the
 // children of a thread that exits move there too). So the leaders (one per session
 // alive) are all on the spawning thread's list and the orphans on the main thread's: one
-// read of /proc/self/task/self/children, O(orphans), not O(sessions) nor O(threads). ok
-// is false when it cannot tell (no spawning thread known, or it is the main thread, or
-// no children files in this kernel): the caller then lists every child.
+// read of the main thread's children (proc.ThreadChildren), O(orphans), not O(sessions)
+// nor O(threads). ok is false when it cannot tell (no spawning thread known, or it is the
+// main thread, or no per-thread children lists here): the caller then lists every child.
 func orphanCandidates(self, spawner int) (kids []int, ok bool) {
 	if spawner <= 0 || spawner == self {
 		return nil, false
 	}
-	main := strconv.Itoa(self)
 	orphanReads.RLock()
-	b, err := os.ReadFile("/proc/" + main + "/task/" + main + "/children")
-	orphanReads.RUnlock()
-	if err != nil {
-		return nil, false
-	}
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			kids = append(kids, n)
-		}
-	}
-	return kids, true
+	defer orphanReads.RUnlock()
+	return proc.ThreadChildren(self, self)
 }

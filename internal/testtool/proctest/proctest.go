@@ -1,0 +1,49 @@
+// Package proctest finds the processes a test started, through package proc (so that the
+// tests, like the code, read the process table in one place). It is a package of its own
+// because proc's tests import testtool.
+package proctest
+
+import (
+	"strings"
+
+	"github.com/ptyhub/ptyhub/proc"
+)
+
+// WithEnv lists the live (not exited) processes whose environment holds the entry kv
+// ("KEY=value"), as it was at their exec: how the end-to-end tests find what a session or
+// a test started.
+func WithEnv(kv string) []int {
+	key, val, _ := strings.Cut(kv, "=")
+	var pids []int
+	for _, p := range proc.List() {
+		if p.Dead() {
+			continue
+		}
+		if v, ok := proc.Getenv(p.PID, key); ok && v == val {
+			pids = append(pids, p.PID)
+		}
+	}
+	return pids
+}
+
+// Exited reports whether pid has exited: it is a zombie, or gone.
+func Exited(pid int) bool {
+	in, err := proc.Stat(pid)
+	return err != nil || in.Dead()
+}
+
+// Reaper returns the pid of the reaper helper among the children of pid (a server's or
+// an agent's), 0 when it has none.
+func Reaper(pid int) int {
+	reaper := 0
+	for _, c := range proc.Children(pid) {
+		if IsReaper(c) {
+			reaper = c
+		}
+	}
+	return reaper
+}
+
+// IsReaper reports whether pid is a reaper helper (its command line starts with
+// "ptyhub-reaper").
+func IsReaper(pid int) bool { return strings.HasPrefix(proc.CommandLine(pid), "ptyhub-reaper") }
