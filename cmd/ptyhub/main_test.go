@@ -187,8 +187,8 @@ func TestExec(t *testing.T) {
 			[]string{"Process running with session ID", "started"}, "still running after --yield 1s: 'ptyhub attach"},
 		{"wait-for", []string{"exec", "--wait-for", "READY", "-c", "echo READY; sleep 30"}, 0,
 			[]string{"READY"}, "matched --wait-for"},
-		{"embedded deadline", []string{"exec", "--embedded", "--yield", "1s", "-c", "echo started; sleep 30"}, 124,
-			[]string{"Process running with session ID", "started"}, "still running after --yield 1s; killed it (--embedded)"},
+		{"embedded deadline", []string{"exec", "--embedded", "--yield", "10s", "-c", "echo started; sleep 600"}, 124,
+			[]string{"Process running with session ID", "started"}, "still running after --yield 10s; killed it (--embedded)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
