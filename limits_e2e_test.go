@@ -84,11 +84,13 @@ func TestServerRaisesNofileNotForSessions(t *testing.T) {
 func TestServerOutOfFDs(t *testing.T) {
 	t.Parallel()
 	h := svNew(t)
-	serveLimited(t, h, "256")
+	// The session limit well above what 256 descriptors hold, so the descriptors run out
+	// first (the portable paths spend fewer per session: no pidfd).
+	serveLimited(t, h, "256", "--max-sessions", "1000")
 	pid := h.serverPID()
 	var ids []string
 	var refusal string
-	for i := 0; i < 200 && refusal == ""; i++ {
+	for i := 0; i < 400 && refusal == ""; i++ {
 		out, errs, code := h.run("exec", "--json", "--yield", "0", "--", "sleep", "1000")
 		if code == 124 {
 			var r session.Result
