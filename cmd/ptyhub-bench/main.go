@@ -5,7 +5,7 @@
 //	go run ./cmd/ptyhub-bench              # builds ptyhub, 200 samples a figure
 //	go run ./cmd/ptyhub-bench -n 500 -flood 1073741824
 //
-//	go run ./cmd/ptyhub-bench -check-inits # CI: fail if a package init takes over 1 ms
+//	go run ./cmd/ptyhub-bench -check-inits # CI: fail if a package init takes over 1 ms (a few known ones: their own allowance)
 //
 // Figures: exec_command of /bin/true; the python3 REPL turn (with wait_for, and without
 // it, which relies on waiting-for-input detection); the turn with wait_for through the

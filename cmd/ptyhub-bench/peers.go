@@ -177,9 +177,16 @@ func cliStart(n int, bin, dir string) (figure, error) {
 	if err != nil {
 		return figure{}, err
 	}
-	f.note = fmt.Sprintf("slowest package init %s (%.3f ms, min of 9 runs)", pkg, worst)
+	f.note = fmt.Sprintf("slowest package init %s (%.3f ms, min of %d runs)", pkg, worst, runs)
 	return f, nil
 }
+
+// knownInits are the inits of dependencies ptyhub cannot defer, each with its own
+// allowance in ms. encoding/gob comes with the MCP SDK's mcp package (it encodes the
+// pagination cursors) and registers its basic types by reflection at start: ~0.9 ms on
+// a 2-vCPU VM, the minimum of 31 runs at times reaching the 1 ms limit. Its cost is
+// still watched: over 2 ms it fails like any other.
+var knownInits = map[string]float64{"encoding/gob": 2}
 
 var initLine = regexp.MustCompile(`^init (\S+) @\S+ ms, ([0-9.]+) ms clock`)
 
@@ -187,28 +194,9 @@ var initLine = regexp.MustCompile(`^init (\S+) @\S+ ms, ([0-9.]+) ms clock`)
 // package whose init took longest, taking each package's minimum over the runs (so a
 // run preempted by a busy machine does not count against a package).
 func slowestInit(bin string, runs int) (ms float64, pkg string, err error) {
-	best := map[string]float64{}
-	for range runs {
-		cmd := exec.Command(bin, "version")
-		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			return 0, "", fmt.Errorf("%s version: %w", bin, err)
-		}
-		for line := range strings.SplitSeq(stderr.String(), "\n") {
-			m := initLine.FindStringSubmatch(line)
-			if m == nil {
-				continue
-			}
-			v, _ := strconv.ParseFloat(m[2], 64)
-			if old, ok := best[m[1]]; !ok || v < old {
-				best[m[1]] = v
-			}
-		}
-	}
-	if len(best) == 0 {
-		return 0, "", errors.New("GODEBUG=inittrace=1 printed no init lines")
+	best, err := initTimes(bin, runs)
+	if err != nil {
+		return 0, "", err
 	}
 	pkgs := make([]string, 0, len(best))
 	for p := range best {
@@ -223,21 +211,67 @@ func slowestInit(bin string, runs int) (ms float64, pkg string, err error) {
 	return ms, pkg, nil
 }
 
+// initTimes runs `BIN version` runs times with GODEBUG=inittrace=1 and returns each
+// package's shortest init time in ms.
+func initTimes(bin string, runs int) (map[string]float64, error) {
+	best := map[string]float64{}
+	for range runs {
+		cmd := exec.Command(bin, "version")
+		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("%s version: %w", bin, err)
+		}
+		for line := range strings.SplitSeq(stderr.String(), "\n") {
+			m := initLine.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			v, _ := strconv.ParseFloat(m[2], 64)
+			if old, ok := best[m[1]]; !ok || v < old {
+				best[m[1]] = v
+			}
+		}
+	}
+	if len(best) == 0 {
+		return nil, errors.New("GODEBUG=inittrace=1 printed no init lines")
+	}
+	return best, nil
+}
+
 // checkInits is `ptyhub-bench -check-inits`: it fails when any package init of the
 // ptyhub binary takes more than limitMS (each package's minimum over several runs), so a
 // dependency that builds a large table at process start is caught in CI.
 func checkInits(bin string, limitMS float64) error {
 	// The minimum of many runs: one run costs a few ms, and on a shared 2-core VM a
-	// single init's time varies by ±20% between runs (encoding/gob, ~0.9 ms here).
+	// single init's time varies by ±20% between runs.
 	const runs = 31
-	worst, pkg, err := slowestInit(bin, runs)
+	best, err := initTimes(bin, runs)
 	if err != nil {
 		return err
 	}
-	report, _ := json.Marshal(map[string]any{"slowest_init": pkg, "ms": worst, "limit_ms": limitMS})
+	worst, pkg, over := 0.0, "", ""
+	for p, ms := range best {
+		limit := limitMS
+		if l, ok := knownInits[p]; ok {
+			limit = l
+		}
+		if ms > worst {
+			worst, pkg = ms, p
+		}
+		if ms > limit && (over == "" || p < over) {
+			over = p
+		}
+	}
+	report, _ := json.Marshal(map[string]any{"slowest_init": pkg, "ms": worst, "limit_ms": limitMS, "known_inits_ms": knownInits})
 	fmt.Println(string(report))
-	if worst > limitMS {
-		return fmt.Errorf("package init of %s takes %.3f ms (the minimum of %d runs), over the %.1f ms limit: every CLI call pays it; move the work out of init (lazy, sync.OnceValue) or update the dependency", pkg, worst, runs, limitMS)
+	if over != "" {
+		limit := limitMS
+		if l, ok := knownInits[over]; ok {
+			limit = l
+		}
+		return fmt.Errorf("package init of %s takes %.3f ms (the minimum of %d runs), over its %.1f ms limit: every CLI call pays it; move the work out of init (lazy, sync.OnceValue) or update the dependency", over, best[over], runs, limit)
 	}
 	return nil
 }
