@@ -302,15 +302,20 @@ func (s *Server) serveKill(w http.ResponseWriter, r *http.Request) {
 	defer cl.Abandon()
 	res, err := cl.Kill(ctx, session.KillRequest{SessionID: req.SessionID})
 	if err != nil {
-		status := http.StatusBadRequest
-		if errors.Is(err, session.ErrNotFound) {
-			status = http.StatusNotFound
-		}
-		http.Error(w, oneLine(err.Error()), status)
+		httpError(w, err, http.StatusBadRequest)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(res)
+}
+
+// httpError answers with err on one line, as status, or as 404 Not Found when err says
+// the session does not exist.
+func httpError(w http.ResponseWriter, err error, status int) {
+	if errors.Is(err, session.ErrNotFound) {
+		status = http.StatusNotFound
+	}
+	http.Error(w, oneLine(err.Error()), status)
 }
 
 // serveCast sends a session's transcript (asciicast v2) for the player.
@@ -320,11 +325,7 @@ func (s *Server) serveCast(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	l, err := server.DialLogs(ctx, server.DialOptions{Socket: s.opts.Socket, Name: "web"}, server.LogsOptions{ID: id, PathOnly: true})
 	if err != nil {
-		status := http.StatusBadGateway
-		if errors.Is(err, session.ErrNotFound) {
-			status = http.StatusNotFound
-		}
-		http.Error(w, oneLine(err.Error()), status)
+		httpError(w, err, http.StatusBadGateway)
 		return
 	}
 	path := l.Welcome.Path
