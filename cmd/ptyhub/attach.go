@@ -67,12 +67,9 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	readOnly := fs.Bool("read-only", false, "watch without typing or resizing")
 	keysSpec := fs.String("detach-keys", "ctrl-]", "`keys` that detach, in Docker's syntax (ctrl-p,ctrl-q)")
 	socket := serverFlags(fs)
-	pos, code, done := fs.parseMixed(args, stdout, stderr)
+	pos, code, done := fs.parseArgs(args, 1, "give one session ID", stdout, stderr)
 	if done {
 		return code
-	}
-	if len(pos) != 1 {
-		return usageError(stderr, "attach", "give one session ID")
 	}
 	keys, err := parseDetachKeys(*keysSpec)
 	if err != nil {

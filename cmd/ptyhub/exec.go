@@ -275,15 +275,7 @@ func printExecResult(ctx context.Context, res *session.Result, jsonOut bool, std
 // stillRunning is the line saying that res's session runs on in the server, and how to
 // take it over or stop it.
 func stillRunning(ctx context.Context, a execArgs, res *session.Result) string {
-	why := "is still running"
-	switch res.ReturnedBecause {
-	case session.BecauseDeadline:
-		why = fmt.Sprintf("is still running after --yield %s", a.yield)
-	case session.BecauseWaitingForInput:
-		why = "is waiting for input"
-	case session.BecausePattern:
-		why = "matched --wait-for and is still running"
-	}
+	why := whyRunning(res, a.yield, false)
 	// The hint's commands reach the same server: a --host that PTYHUB_HOST does not
 	// give again is part of them.
 	me := "ptyhub"
@@ -300,19 +292,30 @@ func killEmbedded(client session.Service, a execArgs, res *session.Result) strin
 	kctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	_, kerr := client.Kill(kctx, session.KillRequest{SessionID: res.SessionID})
 	cancel()
-	why := "was still running when ptyhub exec returned"
-	switch res.ReturnedBecause {
-	case session.BecauseDeadline:
-		why = fmt.Sprintf("was still running after --yield %s", a.yield)
-	case session.BecauseWaitingForInput:
-		why = "was waiting for input (pass it with --stdin)"
-	case session.BecausePattern:
-		why = "matched --wait-for and was still running"
-	}
+	why := whyRunning(res, a.yield, true)
 	if kerr != nil {
 		return fmt.Sprintf("ptyhub exec: session %s %s; killing it failed: %s", res.SessionID, why, oneLine(kerr.Error()))
 	}
 	return fmt.Sprintf("ptyhub exec: session %s %s; killed it (--embedded)", res.SessionID, why)
+}
+
+// whyRunning says why ptyhub exec returned while res's session runs: in the present
+// tense when it runs on in the server, in the past when killed (--embedded).
+func whyRunning(res *session.Result, yield time.Duration, killed bool) string {
+	now, then := "is still running", "was still running when ptyhub exec returned"
+	switch res.ReturnedBecause {
+	case session.BecauseDeadline:
+		now = fmt.Sprintf("is still running after --yield %s", yield)
+		then = fmt.Sprintf("was still running after --yield %s", yield)
+	case session.BecauseWaitingForInput:
+		now, then = "is waiting for input", "was waiting for input (pass it with --stdin)"
+	case session.BecausePattern:
+		now, then = "matched --wait-for and is still running", "matched --wait-for and was still running"
+	}
+	if killed {
+		return then
+	}
+	return now
 }
 
 // endAfterInterrupt ends the session of res after ptyhub exec was interrupted, and says
