@@ -118,135 +118,164 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request) {
 	c.SetReadLimit(1 << 20)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	send := func(typ websocket.MessageType, b []byte) error {
-		wctx, wcancel := context.WithTimeout(ctx, wsWriteTimeout)
-		defer wcancel()
-		return c.Write(wctx, typ, b)
-	}
-	sendControl := func(m control) error {
-		b, _ := json.Marshal(m)
-		return send(websocket.MessageText, b)
-	}
+	p := &pageView{s: s, c: c, ctx: ctx, id: id, events: make(chan event)}
 	// The page's messages: read by one goroutine (owned here; it ends when the
 	// connection does, which the deferred CloseNow forces).
 	msgs := make(chan control)
-	go func() {
-		defer cancel()
-		for {
-			_, b, err := c.Read(ctx)
-			if err != nil {
-				return
-			}
-			var m control
-			if json.Unmarshal(b, &m) != nil {
-				continue
-			}
-			select {
-			case msgs <- m:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	events := make(chan event)
-	var cur *server.Attach
-	gen := 0
-	open := func(readOnly bool, rows, cols int) error {
-		a, err := server.DialAttach(ctx, server.DialOptions{Socket: s.opts.Socket, Name: "web"},
-			server.AttachOptions{Session: id, ReadOnly: readOnly, Rows: rows, Cols: cols})
-		if err != nil {
-			return err
-		}
-		if cur != nil {
-			cur.Close()
-		}
-		cur = a
-		gen++
-		g := gen
-		go func() {
-			for {
-				data, ended, exit, err := a.Recv()
-				select {
-				case events <- event{gen: g, data: data, ended: ended, exit: exit, err: err}:
-				case <-ctx.Done():
-					return
-				}
-				if ended || err != nil {
-					return
-				}
-			}
-		}()
-		mode := "control"
-		if readOnly {
-			mode = "read-only"
-		}
-		return sendControl(control{Type: "mode", Mode: mode, Session: a.Welcome.SessionID, Command: a.Welcome.Command})
-	}
+	go p.readMessages(msgs, cancel)
 	defer func() {
-		if cur != nil {
-			cur.Close()
+		if p.cur != nil {
+			p.cur.Close()
 		}
 	}()
-	if err := open(true, 0, 0); err != nil {
-		sendControl(control{Type: "error", Message: oneLine(err.Error())})
+	if err := p.open(true, 0, 0); err != nil {
+		p.sendControl(control{Type: "error", Message: oneLine(err.Error())})
 		c.Close(websocket.StatusNormalClosure, "")
 		return
 	}
-	control_ := false
-	ended := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case ev := <-events:
-			if ev.gen != gen {
-				continue // a dropped attachment's last words
-			}
-			switch {
-			case ev.ended:
-				ended = true
-				if sendControl(control{Type: "end", Exit: ev.exit}) != nil {
-					return
-				}
-			case ev.err != nil:
-				if !ended {
-					sendControl(control{Type: "error", Message: oneLine(ev.err.Error())})
-				}
-				c.Close(websocket.StatusNormalClosure, "")
+		case ev := <-p.events:
+			if !p.forward(ev) {
 				return
-			default:
-				if send(websocket.MessageBinary, ev.data) != nil {
-					return
-				}
 			}
 		case m := <-msgs:
-			var err error
-			switch m.Type {
-			case "take":
-				if !control_ && !ended {
-					if err = open(false, m.Rows, m.Cols); err == nil {
-						control_ = true
-					}
-				}
-			case "release":
-				if control_ && !ended {
-					if err = open(true, 0, 0); err == nil {
-						control_ = false
-					}
-				}
-			case "input":
-				if control_ {
-					err = cur.Input([]byte(m.Data))
-				}
-			case "resize":
-				if control_ && m.Rows > 0 && m.Cols > 0 {
-					err = cur.Resize(m.Rows, m.Cols)
-				}
+			p.obey(m)
+		}
+	}
+}
+
+// pageView is one page's view of a session in serveAttach. Its methods other than
+// readMessages and the pumps run on serveAttach's goroutine only.
+type pageView struct {
+	s      *Server
+	c      *websocket.Conn
+	ctx    context.Context // the handler's; cancelled when the page goes
+	id     string          // the session, as the page named it
+	events chan event      // from the pumps
+
+	cur     *server.Attach // the current attachment
+	gen     int            // counts attachments; events of older ones are dropped
+	control bool           // the page types into the session
+	ended   bool           // the session ended
+}
+
+// send writes one message to the page, giving up after wsWriteTimeout.
+func (p *pageView) send(typ websocket.MessageType, b []byte) error {
+	wctx, wcancel := context.WithTimeout(p.ctx, wsWriteTimeout)
+	defer wcancel()
+	return p.c.Write(wctx, typ, b)
+}
+
+func (p *pageView) sendControl(m control) error {
+	b, _ := json.Marshal(m)
+	return p.send(websocket.MessageText, b)
+}
+
+// readMessages hands the page's control messages to msgs until the connection or
+// p.ctx ends, then calls cancel. Unreadable messages are skipped.
+func (p *pageView) readMessages(msgs chan<- control, cancel context.CancelFunc) {
+	defer cancel()
+	for {
+		_, b, err := p.c.Read(p.ctx)
+		if err != nil {
+			return
+		}
+		var m control
+		if json.Unmarshal(b, &m) != nil {
+			continue
+		}
+		select {
+		case msgs <- m:
+		case <-p.ctx.Done():
+			return
+		}
+	}
+}
+
+// open attaches to the session anew (closing the current attachment), starts its pump
+// and tells the page the mode.
+func (p *pageView) open(readOnly bool, rows, cols int) error {
+	a, err := server.DialAttach(p.ctx, server.DialOptions{Socket: p.s.opts.Socket, Name: "web"},
+		server.AttachOptions{Session: p.id, ReadOnly: readOnly, Rows: rows, Cols: cols})
+	if err != nil {
+		return err
+	}
+	if p.cur != nil {
+		p.cur.Close()
+	}
+	p.cur = a
+	p.gen++
+	g := p.gen
+	go func() {
+		for {
+			data, ended, exit, err := a.Recv()
+			select {
+			case p.events <- event{gen: g, data: data, ended: ended, exit: exit, err: err}:
+			case <-p.ctx.Done():
+				return
 			}
-			if err != nil {
-				sendControl(control{Type: "error", Message: oneLine(err.Error())})
+			if ended || err != nil {
+				return
 			}
 		}
+	}()
+	mode := "control"
+	if readOnly {
+		mode = "read-only"
+	}
+	return p.sendControl(control{Type: "mode", Mode: mode, Session: a.Welcome.SessionID, Command: a.Welcome.Command})
+}
+
+// forward passes a pump's event to the page; false says serveAttach should return.
+func (p *pageView) forward(ev event) bool {
+	if ev.gen != p.gen {
+		return true // a dropped attachment's last words
+	}
+	switch {
+	case ev.ended:
+		p.ended = true
+		return p.sendControl(control{Type: "end", Exit: ev.exit}) == nil
+	case ev.err != nil:
+		if !p.ended {
+			p.sendControl(control{Type: "error", Message: oneLine(ev.err.Error())})
+		}
+		p.c.Close(websocket.StatusNormalClosure, "")
+		return false
+	default:
+		return p.send(websocket.MessageBinary, ev.data) == nil
+	}
+}
+
+// obey carries out one message of the page; a failure is told to the page.
+func (p *pageView) obey(m control) {
+	var err error
+	switch m.Type {
+	case "take":
+		if !p.control && !p.ended {
+			if err = p.open(false, m.Rows, m.Cols); err == nil {
+				p.control = true
+			}
+		}
+	case "release":
+		if p.control && !p.ended {
+			if err = p.open(true, 0, 0); err == nil {
+				p.control = false
+			}
+		}
+	case "input":
+		if p.control {
+			err = p.cur.Input([]byte(m.Data))
+		}
+	case "resize":
+		if p.control && m.Rows > 0 && m.Cols > 0 {
+			err = p.cur.Resize(m.Rows, m.Cols)
+		}
+	}
+	if err != nil {
+		p.sendControl(control{Type: "error", Message: oneLine(err.Error())})
 	}
 }
 
@@ -273,15 +302,20 @@ func (s *Server) serveKill(w http.ResponseWriter, r *http.Request) {
 	defer cl.Abandon()
 	res, err := cl.Kill(ctx, session.KillRequest{SessionID: req.SessionID})
 	if err != nil {
-		status := http.StatusBadRequest
-		if errors.Is(err, session.ErrNotFound) {
-			status = http.StatusNotFound
-		}
-		http.Error(w, oneLine(err.Error()), status)
+		httpError(w, err, http.StatusBadRequest)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(res)
+}
+
+// httpError answers with err on one line, as status, or as 404 Not Found when err says
+// the session does not exist.
+func httpError(w http.ResponseWriter, err error, status int) {
+	if errors.Is(err, session.ErrNotFound) {
+		status = http.StatusNotFound
+	}
+	http.Error(w, oneLine(err.Error()), status)
 }
 
 // serveCast sends a session's transcript (asciicast v2) for the player.
@@ -291,11 +325,7 @@ func (s *Server) serveCast(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	l, err := server.DialLogs(ctx, server.DialOptions{Socket: s.opts.Socket, Name: "web"}, server.LogsOptions{ID: id, PathOnly: true})
 	if err != nil {
-		status := http.StatusBadGateway
-		if errors.Is(err, session.ErrNotFound) {
-			status = http.StatusNotFound
-		}
-		http.Error(w, oneLine(err.Error()), status)
+		httpError(w, err, http.StatusBadGateway)
 		return
 	}
 	path := l.Welcome.Path

@@ -30,12 +30,9 @@ func runAskHuman(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	timeout := fs.Duration("timeout", session.DefaultAskTimeoutMs*time.Millisecond, "give up after this `duration`")
 	jsonOut := fs.Bool("json", false, "print the result as one JSON object")
 	t := serverFlags(fs)
-	pos, code, done := fs.parseMixed(args, stdout, stderr)
+	pos, code, done := fs.parseArgs(args, 1, "give one session ID", stdout, stderr)
 	if done {
 		return code
-	}
-	if len(pos) != 1 {
-		return usageError(stderr, "ask-human", "give one session ID")
 	}
 	if *timeout < 0 {
 		return usageError(stderr, "ask-human", "--timeout must not be negative")

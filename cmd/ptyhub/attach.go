@@ -45,17 +45,31 @@ const (
 // show the cursor. Leaving the alternate screen is added when the output entered it.
 const modeResets = "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[?1l\x1b>\x1b[0m\x1b[?25h"
 
+// ending is how ptyhub attach ends: the line it prints and its exit status.
+type ending struct {
+	msg  string
+	code int
+}
+
+// attachment is one ptyhub attach: the connection to the session and the user's
+// terminal.
+type attachment struct {
+	a      *server.Attach
+	id     string // the session's id, as the server names it
+	stdout io.Writer
+	outMu  sync.Mutex  // serialises writes to stdout
+	inAlt  bool        // the output entered the alternate screen (guarded by outMu)
+	end    chan ending // each goroutine's reason to end, buffered for all of them
+}
+
 func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("attach", attachHelp)
 	readOnly := fs.Bool("read-only", false, "watch without typing or resizing")
 	keysSpec := fs.String("detach-keys", "ctrl-]", "`keys` that detach, in Docker's syntax (ctrl-p,ctrl-q)")
 	socket := serverFlags(fs)
-	pos, code, done := fs.parseMixed(args, stdout, stderr)
+	pos, code, done := fs.parseArgs(args, 1, "give one session ID", stdout, stderr)
 	if done {
 		return code
-	}
-	if len(pos) != 1 {
-		return usageError(stderr, "attach", "give one session ID")
 	}
 	keys, err := parseDetachKeys(*keysSpec)
 	if err != nil {
@@ -78,11 +92,9 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	if err != nil {
 		return fail(stderr, "attach", err)
 	}
-	id := a.Welcome.SessionID
+	t := &attachment{a: a, id: a.Welcome.SessionID, stdout: stdout, end: make(chan ending, 3)}
 
 	// The user's terminal: raw mode, restored once on every way out.
-	var outMu sync.Mutex // serialises writes to stdout
-	inAlt := false       // the output entered the alternate screen (guarded by outMu)
 	oldState, err := term.MakeRaw(fd)
 	if err != nil {
 		a.Close()
@@ -91,41 +103,18 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	restore := sync.OnceFunc(func() {
 		term.Restore(fd, oldState)
 		resets := modeResets
-		if inAlt {
+		if t.inAlt {
 			resets = "\x1b[?1049l" + resets
 		}
 		io.WriteString(stdout, resets)
 	})
 	defer restore()
 
-	type ending struct {
-		msg  string
-		code int
-	}
-	end := make(chan ending, 3)
-
 	// The output pump: owned by runAttach, ends when the connection ends (a.Close below).
 	pumpDone := make(chan struct{})
 	go func() {
 		defer close(pumpDone)
-		var filter escFilter // no clipboard writes or title reports reach the terminal
-		var out []byte
-		for {
-			data, ended, exit, err := a.Recv()
-			if err != nil {
-				end <- ending{fmt.Sprintf("the connection to the ptyhub server ended: %v", err), exitError}
-				return
-			}
-			outMu.Lock()
-			inAlt = altScreen(data, inAlt)
-			out = filter.Filter(out[:0], data)
-			stdout.Write(out)
-			outMu.Unlock()
-			if ended {
-				end <- ending{fmt.Sprintf("session %s %s", id, exit), 0}
-				return
-			}
-		}
+		t.pump()
 	}()
 
 	// The keyboard: a non-blocking open of the terminal, so closing it ends the reader at
@@ -133,39 +122,7 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	in := openKeyboard()
 	if in != nil {
 		// The keyboard reader: owned by runAttach, ends when in is closed.
-		go func() {
-			f := detachFilter{seq: keys}
-			buf := make([]byte, 4096)
-			for {
-				if f.holding() {
-					in.SetReadDeadline(time.Now().Add(f.wait()))
-				} else {
-					in.SetReadDeadline(time.Time{})
-				}
-				n, err := in.Read(buf)
-				var out []byte
-				var detach bool
-				if n > 0 {
-					out, detach = f.feed(buf[:n])
-				} else if errors.Is(err, os.ErrDeadlineExceeded) {
-					out, detach = f.timeout()
-					err = nil
-				}
-				if len(out) > 0 && !*readOnly {
-					a.Input(out)
-				}
-				if detach {
-					end <- ending{fmt.Sprintf("detached from session %s", id), 0}
-					return
-				}
-				if err != nil {
-					if !errors.Is(err, os.ErrClosed) {
-						end <- ending{"the terminal closed", 0}
-					}
-					return
-				}
-			}
-		}()
+		go t.readKeys(in, keys, *readOnly)
 	}
 
 	// Window size changes: the watcher is owned by runAttach and stops with stop.
@@ -173,23 +130,12 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	winch := make(chan os.Signal, 1)
 	if !*readOnly {
 		signal.Notify(winch, syscall.SIGWINCH)
-		go func() {
-			for {
-				select {
-				case <-stop:
-					return
-				case <-winch:
-					if w, h, err := term.GetSize(fd); err == nil {
-						a.Resize(h, w)
-					}
-				}
-			}
-		}()
+		go t.followSize(fd, winch, stop)
 	}
 
 	var e ending
 	select {
-	case e = <-end:
+	case e = <-t.end:
 	case <-ctx.Done():
 		e = ending{"interrupted", 0}
 		if sig, ok := signalOf(ctx); ok {
@@ -206,11 +152,85 @@ func runAttach(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	case <-pumpDone:
 	case <-time.After(time.Second): // stdout blocked: restore anyway
 	}
-	outMu.Lock()
+	t.outMu.Lock()
 	restore()
-	outMu.Unlock()
+	t.outMu.Unlock()
 	fmt.Fprintf(stderr, "\r\n[ptyhub: %s]\r\n", e.msg)
 	return e.code
+}
+
+// pump copies the session's output to the user's terminal until the session or the
+// connection ends, and then sends the ending.
+func (t *attachment) pump() {
+	var filter escFilter // no clipboard writes or title reports reach the terminal
+	var out []byte
+	for {
+		data, ended, exit, err := t.a.Recv()
+		if err != nil {
+			t.end <- ending{fmt.Sprintf("the connection to the ptyhub server ended: %v", err), exitError}
+			return
+		}
+		t.outMu.Lock()
+		t.inAlt = altScreen(data, t.inAlt)
+		out = filter.Filter(out[:0], data)
+		t.stdout.Write(out)
+		t.outMu.Unlock()
+		if ended {
+			t.end <- ending{fmt.Sprintf("session %s %s", t.id, exit), 0}
+			return
+		}
+	}
+}
+
+// readKeys types what is read from in into the session (unless readOnly) until the
+// detach keys are pressed or in ends; it sends the ending, except when in was closed.
+func (t *attachment) readKeys(in *os.File, keys []byte, readOnly bool) {
+	f := detachFilter{seq: keys}
+	buf := make([]byte, 4096)
+	for {
+		if f.holding() {
+			in.SetReadDeadline(time.Now().Add(f.wait()))
+		} else {
+			in.SetReadDeadline(time.Time{})
+		}
+		n, err := in.Read(buf)
+		var out []byte
+		var detach bool
+		if n > 0 {
+			out, detach = f.feed(buf[:n])
+		} else if errors.Is(err, os.ErrDeadlineExceeded) {
+			out, detach = f.timeout()
+			err = nil
+		}
+		if len(out) > 0 && !readOnly {
+			t.a.Input(out)
+		}
+		if detach {
+			t.end <- ending{fmt.Sprintf("detached from session %s", t.id), 0}
+			return
+		}
+		if err != nil {
+			if !errors.Is(err, os.ErrClosed) {
+				t.end <- ending{"the terminal closed", 0}
+			}
+			return
+		}
+	}
+}
+
+// followSize resizes the session's window to the terminal fd's size at each signal on
+// winch, until stop is closed.
+func (t *attachment) followSize(fd int, winch <-chan os.Signal, stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-winch:
+			if w, h, err := term.GetSize(fd); err == nil {
+				t.a.Resize(h, w)
+			}
+		}
+	}
 }
 
 // altScreen reports whether the terminal is in the alternate screen after data, given

@@ -37,6 +37,20 @@ func (fs *flagSet) parseMixed(args []string, stdout, stderr io.Writer) (pos []st
 	}
 }
 
+// parseArgs parses args as parseMixed does and checks that exactly want positional
+// arguments are left; when not, it prints the usage error wrong. done says the command
+// should return code at once, as for parse.
+func (fs *flagSet) parseArgs(args []string, want int, wrong string, stdout, stderr io.Writer) (pos []string, code int, done bool) {
+	pos, code, done = fs.parseMixed(args, stdout, stderr)
+	if done {
+		return nil, code, true
+	}
+	if len(pos) != want {
+		return nil, usageError(stderr, fs.Name(), wrong), true
+	}
+	return pos, 0, false
+}
+
 // fail prints err as one line, with what to do next in the CLI's words, and returns the
 // exit status for it.
 func fail(stderr io.Writer, cmd string, err error) int {
@@ -209,12 +223,9 @@ func runRead(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	maxTokens := fs.Int64("max-tokens", 0, "cut the output to `N` tokens, as read_output does")
 	jsonOut := fs.Bool("json", false, "print the result as JSON (the read_output tool's structured result)")
 	socket := serverFlags(fs)
-	pos, code, done := fs.parseMixed(args, stdout, stderr)
+	pos, code, done := fs.parseArgs(args, 1, "give one session ID", stdout, stderr)
 	if done {
 		return code
-	}
-	if len(pos) != 1 {
-		return usageError(stderr, "read", "give one session ID")
 	}
 	if *screen {
 		return screenOf(ctx, socket, "read", pos[0], stdout, stderr)
@@ -369,11 +380,8 @@ func runLs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Wr
 	fs := newFlagSet("ls", lsHelp)
 	jsonOut := fs.Bool("json", false, "print the list as one JSON object")
 	socket := serverFlags(fs)
-	if code, done := fs.parse(args, stdout, stderr); done {
+	if code, done := fs.parseNoArgs(args, "takes no arguments", stdout, stderr); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(stderr, "ls", "takes no arguments")
 	}
 	return withClient(ctx, socket, "ls", stderr, func(c *server.Client) int {
 		res, err := c.List(ctx)
@@ -644,12 +652,9 @@ programs such as top, vim or less).
 func runScreen(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("screen", screenHelp)
 	socket := serverFlags(fs)
-	pos, code, done := fs.parseMixed(args, stdout, stderr)
+	pos, code, done := fs.parseArgs(args, 1, "give one session ID", stdout, stderr)
 	if done {
 		return code
-	}
-	if len(pos) != 1 {
-		return usageError(stderr, "screen", "give one session ID")
 	}
 	return screenOf(ctx, socket, "screen", pos[0], stdout, stderr)
 }

@@ -72,7 +72,65 @@ func (e envFlag) Set(v string) error {
 	return nil
 }
 
+// execArgs is what ptyhub exec's command line asks for.
+type execArgs struct {
+	req      session.ExecRequest
+	yield    time.Duration // how long ptyhub exec waits for the command
+	jsonOut  bool
+	verbose  bool
+	embedded bool
+	socket   *target
+}
+
 func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	a, code, done := parseExec(args, stdout, stderr)
+	if done {
+		return code
+	}
+	// The command runs where the human typed ptyhub exec, with their environment.
+	caller, err := session.Here()
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
+		return exitError
+	}
+	if a.embedded && a.socket.hostSpec(ctx) != "" {
+		return usageError(stderr, "exec", "--embedded runs on this machine: drop it or --host")
+	}
+	client, closeClient, err := execClient(ctx, a, caller, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
+		return exitError
+	}
+	defer closeClient()
+
+	res, err := client.Exec(ctx, a.req)
+	if err != nil {
+		if sig, ok := signalOf(ctx); ok {
+			fmt.Fprintf(stderr, "ptyhub exec: interrupted by %s before the command started: %s\n", signalName(sig.sig), oneLine(err.Error()))
+			return sig.exitCode()
+		}
+		return fail(stderr, "exec", err)
+	}
+	if code, ok := printExecResult(ctx, res, a.jsonOut, stdout, stderr); !ok {
+		return code
+	}
+	if sig, ok := signalOf(ctx); ok {
+		// Ctrl-C (or SIGTERM) on ptyhub exec ends the command too, and says so.
+		fmt.Fprintf(stderr, "ptyhub exec: interrupted by %s; %s\n", signalName(sig.sig), endAfterInterrupt(client, res))
+		return sig.exitCode()
+	}
+	status := exitStatus(res)
+	if res.State == session.StateRunning && !a.embedded {
+		fmt.Fprintf(stderr, "%s\n", stillRunning(ctx, a, res))
+	} else if res.State == session.StateRunning {
+		fmt.Fprintf(stderr, "%s\n", killEmbedded(client, a, res))
+	}
+	return status
+}
+
+// parseExec parses ptyhub exec's flags and arguments into the request; done says
+// ptyhub exec should return code at once (after --help, or a usage error on stderr).
+func parseExec(args []string, stdout, stderr io.Writer) (a execArgs, code int, done bool) {
 	fs := newFlagSet("exec", execHelp)
 	env := envFlag{}
 	shellCmd := fs.String("c", "", "run this shell `command line` ($SHELL -c) instead of a program")
@@ -93,17 +151,17 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	cols := fs.Int("cols", session.DefaultCols, "terminal `columns`")
 	profile := fs.String("profile", "", "environment `profile`: agent (TERM=xterm-256color, NO_COLOR=1, no cargo progress bar, pagers off; the default) or plain")
 	name := fs.String("name", "", "`name` of the session, usable instead of its id; if a session of that name runs, it is shown instead of starting another")
-	jsonOut := fs.Bool("json", false, "print the result as one JSON object (exec_command's structuredContent) instead of text")
-	verbose := fs.Bool("verbose", false, "log what ptyhub does to stderr")
-	embedded := fs.Bool("embedded", false, "run the session inside this process (killed when ptyhub exec returns) instead of the ptyhub server")
-	socket := serverFlags(fs)
+	fs.BoolVar(&a.jsonOut, "json", false, "print the result as one JSON object (exec_command's structuredContent) instead of text")
+	fs.BoolVar(&a.verbose, "verbose", false, "log what ptyhub does to stderr")
+	fs.BoolVar(&a.embedded, "embedded", false, "run the session inside this process (killed when ptyhub exec returns) instead of the ptyhub server")
+	a.socket = serverFlags(fs)
 	if code, done := fs.parse(args, stdout, stderr); done {
-		return code
+		return a, code, true
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	req := session.ExecRequest{
+	a.req = session.ExecRequest{
 		Cmd: *shellCmd, Argv: fs.Args(), Workdir: *cwd, Shell: *shell, Login: *login,
 		ClearEnv: *clearEnv, Stdin: *stdinText, CloseStdin: *closeStdin,
 		Rows: *rows, Cols: *cols, WaitFor: *waitFor, Profile: *profile,
@@ -111,164 +169,153 @@ func runExec(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	}
 	switch {
 	case set["c"] && fs.NArg() > 0:
-		return usageError(stderr, "exec", "give a program and its arguments, or -c with a shell command line, not both")
+		return a, usageError(stderr, "exec", "give a program and its arguments, or -c with a shell command line, not both"), true
 	case set["c"] && *shellCmd == "":
-		return usageError(stderr, "exec", "-c needs a shell command line")
+		return a, usageError(stderr, "exec", "-c needs a shell command line"), true
 	case !set["c"] && fs.NArg() == 0:
-		return usageError(stderr, "exec", "no command: give a program after the flags, or -c 'shell command line'")
+		return a, usageError(stderr, "exec", "no command: give a program after the flags, or -c 'shell command line'"), true
 	case !set["c"] && looksLikeShellLine(fs.Args()):
-		return usageError(stderr, "exec", fmt.Sprintf("%q is not a program; to run a shell command line use: ptyhub exec -c %s", fs.Arg(0), shellQuote(fs.Arg(0))))
+		return a, usageError(stderr, "exec", fmt.Sprintf("%q is not a program; to run a shell command line use: ptyhub exec -c %s", fs.Arg(0), shellQuote(fs.Arg(0)))), true
 	}
 	if len(env) > 0 {
-		req.Env = env
+		a.req.Env = env
 	}
 	if *noTTY {
 		f := false
-		req.TTY = &f
+		a.req.TTY = &f
 	}
 	if *noShellInt {
 		f := false
-		req.ShellIntegration = &f
+		a.req.ShellIntegration = &f
 	}
 	y := *yield
 	if *timeout > 0 {
-		req.TimeoutMs = timeout.Milliseconds()
+		a.req.TimeoutMs = timeout.Milliseconds()
 		if !set["yield"] && *timeout+time.Second > y {
 			// Wait for the program up to its hard limit, not the default yield.
 			y = *timeout + time.Second
 		}
 	} else if *timeout < 0 {
-		req.TimeoutMs = timeout.Milliseconds() // the session says what is wrong
+		a.req.TimeoutMs = timeout.Milliseconds() // the session says what is wrong
 	}
 	if !set["yield"] && y > time.Duration(session.MaxYieldMs)*time.Millisecond {
 		y = time.Duration(session.MaxYieldMs) * time.Millisecond
 	}
 	yms := y.Milliseconds()
-	req.YieldTimeMs = &yms
+	a.req.YieldTimeMs = &yms
+	a.yield = y
+	return a, 0, false
+}
 
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	// The command runs where the human typed ptyhub exec, with their environment.
-	caller, err := session.Here()
-	if err != nil {
-		fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
-		return exitError
-	}
-	var client session.Service
-	if *embedded && socket.hostSpec(ctx) != "" {
-		return usageError(stderr, "exec", "--embedded runs on this machine: drop it or --host")
-	}
-	if *embedded {
-		mgr, err := session.NewManager(session.Options{Logger: log})
+// execClient connects ptyhub exec to the per-user server, or with --embedded starts a
+// session manager inside this process. closeClient ends the connection; with
+// --embedded it also closes the manager, killing every process it started.
+func execClient(ctx context.Context, a execArgs, caller session.Caller, stderr io.Writer) (client session.Service, closeClient func(), err error) {
+	if !a.embedded {
+		c, err := dial(ctx, a.socket, "exec", false, &caller)
 		if err != nil {
-			fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
-			return exitError
+			return nil, nil, err
 		}
-		c, err := mgr.NewClientFor("exec", caller)
-		if err != nil {
-			fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
-			return exitError
-		}
-		client = c
-		// The manager (and every process it started) ends with this command.
-		defer func() {
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			c.Close(cctx, false)
-			if err := mgr.Close(cctx); err != nil {
-				log.Warn("closing the session manager", "error", err)
-			}
-		}()
-	} else {
-		c, err := dial(ctx, socket, "exec", false, &caller)
-		if err != nil {
-			fmt.Fprintf(stderr, "ptyhub exec: %s\n", oneLine(err.Error()))
-			return exitError
-		}
-		client = c
-		defer func() {
+		return c, func() {
 			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			c.Close(cctx, true)
-		}()
+		}, nil
 	}
-
-	res, err := client.Exec(ctx, req)
+	level := slog.LevelWarn
+	if a.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	mgr, err := session.NewManager(session.Options{Logger: log})
 	if err != nil {
-		if sig, ok := signalOf(ctx); ok {
-			fmt.Fprintf(stderr, "ptyhub exec: interrupted by %s before the command started: %s\n", signalName(sig.sig), oneLine(err.Error()))
-			return sig.exitCode()
-		}
-		return fail(stderr, "exec", err)
+		return nil, nil, err
 	}
+	c, err := mgr.NewClientFor("exec", caller)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The manager (and every process it started) ends with this command.
+	return c, func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c.Close(cctx, false)
+		if err := mgr.Close(cctx); err != nil {
+			log.Warn("closing the session manager", "error", err)
+		}
+	}, nil
+}
 
-	if *jsonOut {
+// printExecResult prints res on stdout, as JSON or as exec_command's text (only the
+// output after an interrupt). ok is false when printing failed, and ptyhub exec should
+// return code.
+func printExecResult(ctx context.Context, res *session.Result, jsonOut bool, stdout, stderr io.Writer) (code int, ok bool) {
+	if jsonOut {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(res); err != nil {
 			fmt.Fprintf(stderr, "ptyhub exec: %v\n", err)
-			return exitError
+			return exitError, false
 		}
-	} else {
-		text := res.TextIn(cliWords)
-		if _, interrupted := signalOf(ctx); interrupted {
-			// Only the output: the header would describe the session before the kill
-			// below; the line on stderr says how it ended.
-			text = res.Output
-		}
-		if text != "" && !strings.HasSuffix(text, "\n") {
-			text += "\n"
-		}
-		io.WriteString(stdout, text)
+		return 0, true
 	}
+	text := res.TextIn(cliWords)
+	if _, interrupted := signalOf(ctx); interrupted {
+		// Only the output: the header would describe the session before the kill
+		// in runExec; the line on stderr says how it ended.
+		text = res.Output
+	}
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	io.WriteString(stdout, text)
+	return 0, true
+}
 
-	if sig, ok := signalOf(ctx); ok {
-		// Ctrl-C (or SIGTERM) on ptyhub exec ends the command too, and says so.
-		fmt.Fprintf(stderr, "ptyhub exec: interrupted by %s; %s\n", signalName(sig.sig), endAfterInterrupt(client, res))
-		return sig.exitCode()
+// stillRunning is the line saying that res's session runs on in the server, and how to
+// take it over or stop it.
+func stillRunning(ctx context.Context, a execArgs, res *session.Result) string {
+	why := whyRunning(res, a.yield, false)
+	// The hint's commands reach the same server: a --host that PTYHUB_HOST does not
+	// give again is part of them.
+	me := "ptyhub"
+	if h := a.socket.hostSpec(ctx); h != "" && h != os.Getenv(remote.EnvHost) {
+		me += " --host " + h
 	}
-	status := exitStatus(res)
-	if res.State == session.StateRunning && !*embedded {
-		why := "is still running"
-		switch res.ReturnedBecause {
-		case session.BecauseDeadline:
-			why = fmt.Sprintf("is still running after --yield %s", y)
-		case session.BecauseWaitingForInput:
-			why = "is waiting for input"
-		case session.BecausePattern:
-			why = "matched --wait-for and is still running"
-		}
-		// The hint's commands reach the same server: a --host that PTYHUB_HOST does not
-		// give again is part of them.
-		me := "ptyhub"
-		if h := socket.hostSpec(ctx); h != "" && h != os.Getenv(remote.EnvHost) {
-			me += " --host " + h
-		}
-		fmt.Fprintf(stderr, "ptyhub exec: session %s %s: '%s attach %s' to take over, '%s kill %s' to stop it\n",
-			res.SessionID, why, me, res.SessionID, me, res.SessionID)
-	} else if res.State == session.StateRunning {
-		kctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, kerr := client.Kill(kctx, session.KillRequest{SessionID: res.SessionID})
-		cancel()
-		why := "was still running when ptyhub exec returned"
-		switch res.ReturnedBecause {
-		case session.BecauseDeadline:
-			why = fmt.Sprintf("was still running after --yield %s", y)
-		case session.BecauseWaitingForInput:
-			why = "was waiting for input (pass it with --stdin)"
-		case session.BecausePattern:
-			why = "matched --wait-for and was still running"
-		}
-		if kerr != nil {
-			fmt.Fprintf(stderr, "ptyhub exec: session %s %s; killing it failed: %s\n", res.SessionID, why, oneLine(kerr.Error()))
-		} else {
-			fmt.Fprintf(stderr, "ptyhub exec: session %s %s; killed it (--embedded)\n", res.SessionID, why)
-		}
+	return fmt.Sprintf("ptyhub exec: session %s %s: '%s attach %s' to take over, '%s kill %s' to stop it",
+		res.SessionID, why, me, res.SessionID, me, res.SessionID)
+}
+
+// killEmbedded kills res's session, still running inside this process (--embedded)
+// when ptyhub exec returns, and returns the line saying so.
+func killEmbedded(client session.Service, a execArgs, res *session.Result) string {
+	kctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_, kerr := client.Kill(kctx, session.KillRequest{SessionID: res.SessionID})
+	cancel()
+	why := whyRunning(res, a.yield, true)
+	if kerr != nil {
+		return fmt.Sprintf("ptyhub exec: session %s %s; killing it failed: %s", res.SessionID, why, oneLine(kerr.Error()))
 	}
-	return status
+	return fmt.Sprintf("ptyhub exec: session %s %s; killed it (--embedded)", res.SessionID, why)
+}
+
+// whyRunning says why ptyhub exec returned while res's session runs: in the present
+// tense when it runs on in the server, in the past when killed (--embedded).
+func whyRunning(res *session.Result, yield time.Duration, killed bool) string {
+	now, then := "is still running", "was still running when ptyhub exec returned"
+	switch res.ReturnedBecause {
+	case session.BecauseDeadline:
+		now = fmt.Sprintf("is still running after --yield %s", yield)
+		then = fmt.Sprintf("was still running after --yield %s", yield)
+	case session.BecauseWaitingForInput:
+		now, then = "is waiting for input", "was waiting for input (pass it with --stdin)"
+	case session.BecausePattern:
+		now, then = "matched --wait-for and is still running", "matched --wait-for and was still running"
+	}
+	if killed {
+		return then
+	}
+	return now
 }
 
 // endAfterInterrupt ends the session of res after ptyhub exec was interrupted, and says

@@ -91,11 +91,8 @@ otherwise.
 func runDialStdio(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("dial-stdio", dialStdioHelp)
 	socket := socketFlag(fs)
-	if code, done := fs.parse(args, stdout, stderr); done {
+	if code, done := fs.parseNoArgs(args, "takes no arguments", stdout, stderr); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(stderr, "dial-stdio", "takes no arguments")
 	}
 	if err := server.ServeStdio(ctx, server.DialOptions{Socket: *socket, AutoStart: true, Name: "dial-stdio"}, stdin, stdout); err != nil {
 		fmt.Fprintf(stderr, "ptyhub dial-stdio: %s\n", oneLine(err.Error()))

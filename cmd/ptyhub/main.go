@@ -223,11 +223,8 @@ func runHelp(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 func runVersion(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("version", "Usage: ptyhub version\n\nPrints the version of ptyhub and of the Go toolchain that built it.\n")
-	if code, done := fs.parse(args, stdout, stderr); done {
+	if code, done := fs.parseNoArgs(args, "takes no arguments", stdout, stderr); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(stderr, "version", "takes no arguments")
 	}
 	fmt.Fprintf(stdout, "ptyhub %s (%s %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return 0
@@ -276,6 +273,19 @@ func (fs *flagSet) parse(args []string, stdout, stderr io.Writer) (code int, don
 	}
 	if err != nil {
 		return usageError(stderr, fs.Name(), err.Error()), true
+	}
+	return 0, false
+}
+
+// parseNoArgs parses args (flags first) of a command that takes no positional
+// arguments; when some are left, it prints the usage error wrong. done says the command
+// should return code at once, as for parse.
+func (fs *flagSet) parseNoArgs(args []string, wrong string, stdout, stderr io.Writer) (code int, done bool) {
+	if code, done := fs.parse(args, stdout, stderr); done {
+		return code, true
+	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, fs.Name(), wrong), true
 	}
 	return 0, false
 }

@@ -74,11 +74,8 @@ one still run. An agent's sessions run in its own 'ptyhub mcp' process and go on
 func runKillServer(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("kill-server", killServerHelp)
 	socket := serverFlags(fs)
-	if code, done := fs.parse(args, stdout, stderr); done {
+	if code, done := fs.parseNoArgs(args, "takes no arguments", stdout, stderr); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(stderr, "kill-server", "takes no arguments")
 	}
 	if h := socket.hostSpec(ctx); h != "" {
 		// It signals the server's process, which only this machine can do: stopping the

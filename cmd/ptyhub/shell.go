@@ -32,11 +32,8 @@ func runShell(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	name := fs.String("name", "", "`name` of the session, usable instead of its id; if a session of that name runs, attach to it")
 	noShellInt := fs.Bool("no-shell-integration", false, "start the shell without ptyhub's shell integration")
 	socket := serverFlags(fs)
-	if code, done := fs.parse(args, stdout, stderr); done {
+	if code, done := fs.parseNoArgs(args, "takes no arguments (the shell is $SHELL)", stdout, stderr); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(stderr, "shell", "takes no arguments (the shell is $SHELL)")
 	}
 	fd := int(os.Stdin.Fd())
 	if !term.IsTerminal(fd) {

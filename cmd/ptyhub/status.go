@@ -26,12 +26,8 @@ func runStatus(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	fs := newFlagSet("status", statusHelp)
 	asJSON := fs.Bool("json", false, "print JSON")
 	socket := serverFlags(fs)
-	pos, code, done := fs.parseMixed(args, stdout, stderr)
-	if done {
+	if _, code, done := fs.parseArgs(args, 0, "takes no arguments", stdout, stderr); done {
 		return code
-	}
-	if len(pos) != 0 {
-		return usageError(stderr, "status", "takes no arguments")
 	}
 	o, err := socket.options(ctx, "status", false)
 	if err != nil {

@@ -26,12 +26,8 @@ func runWeb(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.W
 	fs := newFlagSet("web", webHelp)
 	listen := fs.String("listen", "", "`address` to listen on, host:port on loopback (default 127.0.0.1 on a free port)")
 	t := serverFlags(fs)
-	pos, code, done := fs.parseMixed(args, stdout, stderr)
-	if done {
+	if _, code, done := fs.parseArgs(args, 0, "takes no arguments", stdout, stderr); done {
 		return code
-	}
-	if len(pos) != 0 {
-		return usageError(stderr, "web", "takes no arguments")
 	}
 	if h := t.hostSpec(ctx); h != "" {
 		return usageError(stderr, "web", fmt.Sprintf("the web view shows this machine's server only; drop --host (or PTYHUB_HOST=%s) and run ptyhub web on that machine", h))
