@@ -389,16 +389,7 @@ func (c *Converter) appendRun(dst, raw []byte, i int) ([]byte, int) {
 // abandoned and b is to be handled again as text.
 func (c *Converter) escByte(dst []byte, b byte, i int) ([]byte, int) {
 	switch {
-	case b == 0x1b:
-		c.enterEsc()
-	case b == 0x18 || b == 0x1a:
-		c.st = sGround
-	case b < 0x20:
-		if b != 0 {
-			c.at = c.pos + int64(i) + 1
-			dst = c.control(dst, b)
-		}
-	case b < 0x30: // intermediate
+	case b >= 0x20 && b < 0x30: // intermediate
 		if c.flags&fInter == 0 {
 			c.inter = b
 		}
@@ -408,13 +399,11 @@ func (c *Converter) escByte(dst []byte, b byte, i int) ([]byte, int) {
 			c.st = sGround
 			return dst, i - 1
 		}
-	case b < 0x7f:
+	case b >= 0x30 && b < 0x7f:
 		c.at = c.pos + int64(i) + 1
 		dst = c.escFinal(dst, b)
-	case b == 0x7f:
-	default: // not ASCII: abandon the sequence, show the text
-		c.st = sGround
-		return dst, i - 1
+	default:
+		return c.seqByte(dst, b, i)
 	}
 	return dst, i
 }
@@ -459,6 +448,19 @@ func (c *Converter) csiByte(dst []byte, b byte, i int) ([]byte, int) {
 			return dst, i - 1
 		}
 		c.flags |= fInter
+	default:
+		return c.seqByte(dst, b, i)
+	}
+	return dst, i
+}
+
+// seqByte handles byte b, at index i of the current Write, inside an ESC or CSI
+// sequence when b is none of the sequence's own bytes: ESC starts a new sequence,
+// CAN and SUB cancel it, another C0 control acts as it does outside one (NUL is
+// dropped), DEL is ignored, and a byte that is not ASCII abandons the sequence:
+// then it returns i-1, so that b is handled again as text; else i.
+func (c *Converter) seqByte(dst []byte, b byte, i int) ([]byte, int) {
+	switch {
 	case b == 0x1b:
 		c.enterEsc()
 	case b == 0x18 || b == 0x1a:
