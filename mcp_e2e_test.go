@@ -175,7 +175,7 @@ func checkClientToolSteps(t *testing.T, cs *clientSteps) {
 // e2eClientDir returns a directory holding client.mjs and node_modules of the pinned SDK.
 func e2eClientDir(t *testing.T) string {
 	t.Helper()
-	return e2eNodeDir(t, "mcpclient", "@modelcontextprotocol/sdk", "client.mjs", "callers.mjs", "notify.mjs", "steps.mjs", "waiting.mjs")
+	return e2eNodeDir(t, "mcpclient", "@modelcontextprotocol/sdk", "client.mjs", "callers.mjs", "notify.mjs", "steps.mjs", "waiting.mjs", "e2e.mjs")
 }
 
 // e2eRunClient runs cmd, a client script under Node.js named name, and returns the lines
