@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
@@ -48,49 +49,12 @@ func askHumanE2E(t *testing.T, mode string) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := osexec.CommandContext(ctx, node, filepath.Join(dir, "ask.mjs"), sv.bin, mode)
-	cmd.Dir, cmd.Env = sv.dir, append(sv.env, "PWD="+sv.dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdin, _ := cmd.StdinPipe()
-	pipe, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var all bytes.Buffer // everything the agent's client saw
-	lines := make(chan map[string]any)
-	// The reader of the client's lines: owned by this test, ends with the client's stdout.
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(pipe)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			all.Write(sc.Bytes())
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
-			}
-		}
-	}()
+	ac := startAskClient(t, ctx, node, dir, sv, mode)
 	defer func() {
 		cancel()
-		cmd.Wait()
+		ac.cmd.Wait()
 	}()
-	var elicited map[string]any
-	next := func(step string) map[string]any {
-		t.Helper()
-		for m := range lines {
-			if m["step"] == step {
-				return m
-			}
-			if m["step"] == "elicit" {
-				elicited = m
-			}
-		}
-		t.Fatalf("the client ended before step %s: %s", step, stderr.String())
-		return nil
-	}
-	exec := next("exec")
+	exec := ac.next(t, "exec")
 	st, _ := exec["structured"].(map[string]any)
 	id, _ := st["session_id"].(string)
 	if st["password_prompt"] != true {
@@ -105,22 +69,127 @@ func askHumanE2E(t *testing.T, mode string) {
 		t.Fatal(err)
 	}
 	defer watch.Close()
-	rang := make(chan struct{})
-	// The watcher's reader: owned by this test, ends when watch is closed.
+	rang := readUntilBell(watch, false)
+	ac.stdin.Write([]byte("go\n"))
+	ac.next(t, "asking")
+	checkLsNeedsHuman(t, sv, id)
+	select {
+	case <-rang:
+	case <-ctx.Done():
+		t.Fatal("the attached terminal did not ring")
+	}
+
+	// The person takes the session and types the password; they stay attached until the
+	// agent has its answer, so the program moving on is what ends the wait.
+	person, err := server.DialAttach(ctx, server.DialOptions{Socket: sv.socket, Name: "person"}, server.AttachOptions{Session: id, Rows: 24, Cols: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer person.Close()
+	// The person's terminal output is read (and dropped, but for the bell) so the server
+	// never waits on it. Attached while the agent waits, it rings at once.
+	select {
+	case <-readUntilBell(person, true):
+	case <-ctx.Done():
+		t.Fatal("a terminal attached while the agent waits for a person did not ring")
+	}
+	if err := person.Input([]byte(password + "\r")); err != nil {
+		t.Fatal(err)
+	}
+	ask := ac.next(t, "ask")
+	person.Close()
+	checkAskAnswered(t, ac, ask, mode, id)
+	ac.stdin.Close()
+	ac.cmd.Wait()
+	if strings.Contains(ac.all.String(), password) {
+		t.Errorf("the password reached the agent's client")
+	}
+}
+
+// askClient is the TypeScript MCP client of testdata/mcpclient/ask.mjs, run by
+// startAskClient: it prints one JSON line per step.
+type askClient struct {
+	cmd      *osexec.Cmd
+	stdin    io.WriteCloser
+	stderr   bytes.Buffer
+	all      bytes.Buffer // everything the agent's client saw
+	lines    chan map[string]any
+	elicited map[string]any // the elicitation the client was sent, once next has read past it
+}
+
+// startAskClient starts ask.mjs in mode against sv's binary and a goroutine that
+// reads its lines; both end with ctx or when the client's stdin is closed.
+func startAskClient(t *testing.T, ctx context.Context, node, dir string, sv *svHub, mode string) *askClient {
+	t.Helper()
+	ac := &askClient{lines: make(chan map[string]any)}
+	ac.cmd = osexec.CommandContext(ctx, node, filepath.Join(dir, "ask.mjs"), sv.bin, mode)
+	ac.cmd.Dir, ac.cmd.Env = sv.dir, append(sv.env, "PWD="+sv.dir)
+	ac.cmd.Stderr = &ac.stderr
+	ac.stdin, _ = ac.cmd.StdinPipe()
+	pipe, _ := ac.cmd.StdoutPipe()
+	if err := ac.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The reader of the client's lines: owned by this test, ends with the client's stdout.
 	go func() {
-		for {
-			data, ended, _, err := watch.Recv()
-			if err != nil || ended {
-				return
-			}
-			if bytes.Contains(data, []byte("\a")) {
-				close(rang)
-				return
+		defer close(ac.lines)
+		sc := bufio.NewScanner(pipe)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			ac.all.Write(sc.Bytes())
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				ac.lines <- m
 			}
 		}
 	}()
-	stdin.Write([]byte("go\n"))
-	next("asking")
+	return ac
+}
+
+// next returns the client's next line of the given step, remembering an elicitation
+// it reads past; it fails the test if the client ends first.
+func (ac *askClient) next(t *testing.T, step string) map[string]any {
+	t.Helper()
+	for m := range ac.lines {
+		if m["step"] == step {
+			return m
+		}
+		if m["step"] == "elicit" {
+			ac.elicited = m
+		}
+	}
+	t.Fatalf("the client ended before step %s: %s", step, ac.stderr.String())
+	return nil
+}
+
+// readUntilBell starts a goroutine, owned by the test, that reads a's output and
+// closes the returned channel at the first bell. It ends then, or when a ends or
+// is closed; if drain, it reads on (dropping the output) until a ends or is closed.
+func readUntilBell(a *server.Attach, drain bool) <-chan struct{} {
+	rang := make(chan struct{})
+	go func() {
+		bell := false
+		for {
+			data, ended, _, err := a.Recv()
+			if err != nil || ended {
+				return
+			}
+			if !bell && bytes.Contains(data, []byte("\a")) {
+				bell = true
+				close(rang)
+				if !drain {
+					return
+				}
+			}
+		}
+	}()
+	return rang
+}
+
+// checkLsNeedsHuman waits for `ptyhub ls` to mark session id as needing a person
+// and checks that it shows the agent's message and the password prompt.
+func checkLsNeedsHuman(t *testing.T, sv *svHub, id string) {
+	t.Helper()
 	var info session.Info
 	svWait(t, "ls to mark the session as needing a person", func() bool {
 		var l session.ListResult
@@ -138,45 +207,13 @@ func askHumanE2E(t *testing.T, mode string) {
 	if out := sv.ok("ls"); !strings.Contains(out, "running(person)") {
 		t.Errorf("ls does not mark the session:\n%s", out)
 	}
-	select {
-	case <-rang:
-	case <-ctx.Done():
-		t.Fatal("the attached terminal did not ring")
-	}
+}
 
-	// The person takes the session and types the password; they stay attached until the
-	// agent has its answer, so the program moving on is what ends the wait.
-	person, err := server.DialAttach(ctx, server.DialOptions{Socket: sv.socket, Name: "person"}, server.AttachOptions{Session: id, Rows: 24, Cols: 80})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer person.Close()
-	// The person's terminal output is read (and dropped, but for the bell) so the server
-	// never waits on it. Attached while the agent waits, it rings at once.
-	personRang := make(chan struct{})
-	go func() {
-		rang := false
-		for {
-			data, ended, _, err := person.Recv()
-			if err != nil || ended {
-				return
-			}
-			if !rang && bytes.Contains(data, []byte("\a")) {
-				rang = true
-				close(personRang)
-			}
-		}
-	}()
-	select {
-	case <-personRang:
-	case <-ctx.Done():
-		t.Fatal("a terminal attached while the agent waits for a person did not ring")
-	}
-	if err := person.Input([]byte(password + "\r")); err != nil {
-		t.Fatal(err)
-	}
-	ask := next("ask")
-	person.Close()
+// checkAskAnswered checks ask_human's result ask after the person typed the
+// password: answered, with the program's output; the mark gone from the list that
+// follows; the page elicited (mode "url") or given in the text to relay ("plain").
+func checkAskAnswered(t *testing.T, ac *askClient, ask map[string]any, mode, id string) {
+	t.Helper()
 	text, _ := ask["text"].(string)
 	ast, _ := ask["structured"].(map[string]any)
 	if ask["isError"] == true || ast["person"] != session.PersonAnswered {
@@ -188,16 +225,16 @@ func askHumanE2E(t *testing.T, mode string) {
 	if !strings.Contains(text, "The person answered") {
 		t.Errorf("ask_human's text: %q", text)
 	}
-	list := next("list")
+	list := ac.next(t, "list")
 	if strings.Contains(list["text"].(string)+mustJSON(list["structured"]), "needs_human") {
 		t.Errorf("the mark outlived the ask: %v", list["structured"])
 	}
 	switch mode {
 	case "url":
-		if elicited == nil {
+		if ac.elicited == nil {
 			t.Fatalf("a client that declares URL elicitation was not sent the page")
 		}
-		p, _ := elicited["params"].(map[string]any)
+		p, _ := ac.elicited["params"].(map[string]any)
 		u, _ := p["url"].(string)
 		if p["mode"] != "url" || !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.Contains(u, "token=") || !strings.HasSuffix(u, "#session="+id) {
 			t.Errorf("elicitation: %v", p)
@@ -206,17 +243,12 @@ func askHumanE2E(t *testing.T, mode string) {
 			t.Errorf("the result does not say the page was sent: %v", ast)
 		}
 	case "plain":
-		if elicited != nil {
-			t.Errorf("a client without URL elicitation was sent one: %v", elicited)
+		if ac.elicited != nil {
+			t.Errorf("a client without URL elicitation was sent one: %v", ac.elicited)
 		}
 		if !strings.Contains(text, "ptyhub attach "+id) || !strings.Contains(text, "#session="+id) {
 			t.Errorf("without elicitation the text must give the attach line and the page to relay: %q", text)
 		}
-	}
-	stdin.Close()
-	cmd.Wait()
-	if strings.Contains(all.String(), password) {
-		t.Errorf("the password reached the agent's client")
 	}
 }
 

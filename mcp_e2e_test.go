@@ -46,99 +46,17 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
 
-	steps := map[string]map[string]any{}
-	var order []string
-	sc := bufio.NewScanner(&stdout)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Errorf("client printed a line that is not JSON: %q", sc.Text())
-			continue
-		}
-		name, _ := m["step"].(string)
-		steps[name] = m
-		order = append(order, name)
-	}
+	cs := parseClientSteps(t, &stdout)
 	if runErr != nil || t.Failed() {
-		t.Fatalf("client: %v\nsteps: %v\nstderr:\n%s", runErr, order, stderr.String())
+		t.Fatalf("client: %v\nsteps: %v\nstderr:\n%s", runErr, cs.order, stderr.String())
 	}
-
-	// get returns a tool step's text and structured content, failing on errors.
-	get := func(name string, wantError bool) (string, map[string]any) {
-		t.Helper()
-		m, ok := steps[name]
-		if !ok {
-			t.Errorf("step %s missing (steps: %v)", name, order)
-			return "", nil
-		}
-		if e, ok := m["error"]; ok {
-			t.Errorf("step %s: client error: %v", name, e)
-			return "", nil
-		}
-		text, _ := m["text"].(string)
-		if isErr, _ := m["isError"].(bool); isErr != wantError {
-			t.Errorf("step %s: isError = %v, want %v: %s", name, isErr, wantError, text)
-		}
-		st, _ := m["structured"].(map[string]any)
-		return text, st
-	}
-	contains := func(name, text, want string) {
-		t.Helper()
-		if !strings.Contains(text, want) {
-			t.Errorf("step %s: text %q lacks %q", name, text, want)
-		}
-	}
-
-	if tools, _ := steps["list_tools"]["tools"].([]any); len(tools) != 8 {
-		t.Errorf("list_tools: %v, want the eight tools", steps["list_tools"]["tools"])
-	}
-	text, st := get("exec_echo", false)
-	contains("exec_echo", text, "Process exited with code 0")
-	contains("exec_echo", text, "Output:\nhi")
-	if st["exit_code"] != 0.0 || st["state"] != "exited" {
-		t.Errorf("exec_echo structuredContent: %v", st)
-	}
-	text, st = get("exec_bash", false)
-	contains("exec_bash", text, "Process running with session ID")
-	if st["state"] != "running" {
-		t.Errorf("exec_bash structuredContent: %v", st)
-	}
-	text, st = get("write_42", false)
-	contains("write_42", text, "42")
-	if st["returned_because"] != "pattern" {
-		t.Errorf("write_42: returned_because %v", st["returned_because"])
-	}
-	text, _ = get("read_output", false)
-	contains("read_output", text, "42")
-	text, st = get("list_sessions", false)
-	contains("list_sessions", text, "bash")
-	if ss, _ := st["sessions"].([]any); len(ss) < 2 {
-		t.Errorf("list_sessions structuredContent: %v", st)
-	}
-	text, st = get("resize", false)
-	if st["rows"] != 40.0 || st["cols"] != 100.0 {
-		t.Errorf("resize: %s %v", text, st)
-	}
-	text, _ = get("stty_size", false)
-	contains("stty_size", text, "40 100")
-	text, st = get("kill", false)
-	if st["state"] != "exited" {
-		t.Errorf("kill: %s %v", text, st)
-	}
-	text, _ = get("bad_argument", true)
-	contains("bad_argument", text, "yield_ms")
-	text, _ = get("unknown_session", true)
-	contains("unknown_session", text, "987654")
-	if _, st = get("exec_marked", false); st["state"] != "running" {
-		t.Errorf("exec_marked: %v", st)
-	}
-	if _, ok := steps["closed"]; !ok {
-		t.Errorf("the client did not close cleanly; steps %v", order)
+	checkClientToolSteps(t, cs)
+	if _, ok := cs.steps["closed"]; !ok {
+		t.Errorf("the client did not close cleanly; steps %v", cs.order)
 	}
 
 	// Closing the client closed ptyhub's stdin: ptyhub exits and ends its sessions.
-	if pid, _ := steps["connect"]["pid"].(float64); pid > 0 {
+	if pid, _ := cs.steps["connect"]["pid"].(float64); pid > 0 {
 		e2eWaitGone(t, "ptyhub mcp", func() []int {
 			if _, err := os.Stat(fmt.Sprintf("/proc/%d", int(pid))); err == nil && !proctest.Exited(int(pid)) {
 				return []int{int(pid)}
@@ -152,10 +70,112 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	}
 }
 
+// clientSteps are the lines client.mjs printed, one JSON object per step, by step
+// name, and the names in the order printed.
+type clientSteps struct {
+	steps map[string]map[string]any
+	order []string
+}
+
+// parseClientSteps reads the client's stdout; a line that is not JSON fails t
+// (without stopping it).
+func parseClientSteps(t *testing.T, stdout *bytes.Buffer) *clientSteps {
+	t.Helper()
+	cs := &clientSteps{steps: map[string]map[string]any{}}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Errorf("client printed a line that is not JSON: %q", sc.Text())
+			continue
+		}
+		name, _ := m["step"].(string)
+		cs.steps[name] = m
+		cs.order = append(cs.order, name)
+	}
+	return cs
+}
+
+// get returns a tool step's text and structured content, failing t on a missing
+// step, a client error or an isError other than wantError.
+func (cs *clientSteps) get(t *testing.T, name string, wantError bool) (string, map[string]any) {
+	t.Helper()
+	m, ok := cs.steps[name]
+	if !ok {
+		t.Errorf("step %s missing (steps: %v)", name, cs.order)
+		return "", nil
+	}
+	if e, ok := m["error"]; ok {
+		t.Errorf("step %s: client error: %v", name, e)
+		return "", nil
+	}
+	text, _ := m["text"].(string)
+	if isErr, _ := m["isError"].(bool); isErr != wantError {
+		t.Errorf("step %s: isError = %v, want %v: %s", name, isErr, wantError, text)
+	}
+	st, _ := m["structured"].(map[string]any)
+	return text, st
+}
+
+// checkClientToolSteps checks the result of each tool call client.mjs made.
+func checkClientToolSteps(t *testing.T, cs *clientSteps) {
+	t.Helper()
+	contains := func(name, text, want string) {
+		t.Helper()
+		if !strings.Contains(text, want) {
+			t.Errorf("step %s: text %q lacks %q", name, text, want)
+		}
+	}
+	if tools, _ := cs.steps["list_tools"]["tools"].([]any); len(tools) != 8 {
+		t.Errorf("list_tools: %v, want the eight tools", cs.steps["list_tools"]["tools"])
+	}
+	text, st := cs.get(t, "exec_echo", false)
+	contains("exec_echo", text, "Process exited with code 0")
+	contains("exec_echo", text, "Output:\nhi")
+	if st["exit_code"] != 0.0 || st["state"] != "exited" {
+		t.Errorf("exec_echo structuredContent: %v", st)
+	}
+	text, st = cs.get(t, "exec_bash", false)
+	contains("exec_bash", text, "Process running with session ID")
+	if st["state"] != "running" {
+		t.Errorf("exec_bash structuredContent: %v", st)
+	}
+	text, st = cs.get(t, "write_42", false)
+	contains("write_42", text, "42")
+	if st["returned_because"] != "pattern" {
+		t.Errorf("write_42: returned_because %v", st["returned_because"])
+	}
+	text, _ = cs.get(t, "read_output", false)
+	contains("read_output", text, "42")
+	text, st = cs.get(t, "list_sessions", false)
+	contains("list_sessions", text, "bash")
+	if ss, _ := st["sessions"].([]any); len(ss) < 2 {
+		t.Errorf("list_sessions structuredContent: %v", st)
+	}
+	text, st = cs.get(t, "resize", false)
+	if st["rows"] != 40.0 || st["cols"] != 100.0 {
+		t.Errorf("resize: %s %v", text, st)
+	}
+	text, _ = cs.get(t, "stty_size", false)
+	contains("stty_size", text, "40 100")
+	text, st = cs.get(t, "kill", false)
+	if st["state"] != "exited" {
+		t.Errorf("kill: %s %v", text, st)
+	}
+	text, _ = cs.get(t, "bad_argument", true)
+	contains("bad_argument", text, "yield_ms")
+	text, _ = cs.get(t, "unknown_session", true)
+	contains("unknown_session", text, "987654")
+	if _, st = cs.get(t, "exec_marked", false); st["state"] != "running" {
+		t.Errorf("exec_marked: %v", st)
+	}
+}
+
 // e2eClientDir returns a directory holding client.mjs and node_modules of the pinned SDK.
 func e2eClientDir(t *testing.T) string {
 	t.Helper()
-	return e2eNodeDir(t, "mcpclient", "@modelcontextprotocol/sdk", "client.mjs", "callers.mjs", "notify.mjs", "steps.mjs", "waiting.mjs")
+	return e2eNodeDir(t, "mcpclient", "@modelcontextprotocol/sdk", "client.mjs", "callers.mjs", "notify.mjs", "steps.mjs", "waiting.mjs", "e2e.mjs")
 }
 
 // e2eRunClient runs cmd, a client script under Node.js named name, and returns the lines

@@ -10,15 +10,7 @@ import (
 // TestFileReaderPipe: on a pipe, a FileReader returns what was written, calls idle when a
 // read finds nothing (held false by then), and ends with io.EOF once the write end closes.
 func TestFileReaderPipe(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	fr, err := NewFileReader(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fr, w := pipeFileReader(t)
 	var held atomic.Bool
 	idles := 0
 	idle := checkedIdle(t, &held, &idles, func() {
@@ -41,6 +33,22 @@ func TestFileReaderPipe(t *testing.T) {
 	}
 }
 
+// pipeFileReader returns a FileReader on the read end of a new pipe (closed at the
+// end of the test) and the pipe's write end.
+func pipeFileReader(t *testing.T) (*FileReader, *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	fr, err := NewFileReader(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fr, w
+}
+
 // checkedIdle returns a ReadHold idle hook that fails t if it runs while held is true,
 // counts its calls in *n, then calls then (if not nil).
 func checkedIdle(t *testing.T, held *atomic.Bool, n *int, then func()) func() {
@@ -59,15 +67,7 @@ func checkedIdle(t *testing.T, held *atomic.Bool, n *int, then func()) func() {
 // holds no buffer while it waits for output (the buffer is back in the pool when idle
 // runs), and ends with io.EOF and no buffer once the write end closes.
 func TestFileReaderPooled(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	fr, err := NewFileReader(r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fr, w := pipeFileReader(t)
 	pool := NewBufferPool(64)
 	var held atomic.Bool
 	idles := 0

@@ -210,6 +210,17 @@ func (f *facts) problems(text string) []string {
 	return p
 }
 
+// convertChunks returns the text of chunks written in turn to one new Converter,
+// closed at the end.
+func convertChunks(chunks [][]byte) string {
+	var c termtext.Converter
+	var out []byte
+	for _, ch := range chunks {
+		out = c.Write(out, ch)
+	}
+	return string(c.Close(out))
+}
+
 // chunkings calls f with raw cut into reads in many ways: at every single split point
 // when raw is small, else one byte at a time and at random points.
 func chunkings(raw []byte, f func(desc string, chunks [][]byte)) {
@@ -258,12 +269,7 @@ func TestCorpus(t *testing.T) {
 				want := termtext.String(raw)
 				text[m] = want
 				chunkings(raw, func(desc string, chunks [][]byte) {
-					var c termtext.Converter
-					var out []byte
-					for _, ch := range chunks {
-						out = c.Write(out, ch)
-					}
-					if got := string(c.Close(out)); got != want {
+					if got := convertChunks(chunks); got != want {
 						t.Fatalf("%s, %s: text differs from the whole input's\n got %q\nwant %q", m, desc, got, want)
 					}
 				})

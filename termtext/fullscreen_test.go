@@ -45,12 +45,7 @@ func TestFullScreenRecordings(t *testing.T) {
 				t.Fatalf("text %q", want)
 			}
 			chunkings(raw, func(desc string, chunks [][]byte) {
-				var c termtext.Converter
-				var out []byte
-				for _, ch := range chunks {
-					out = c.Write(out, ch)
-				}
-				if got := string(c.Close(out)); got != want {
+				if got := convertChunks(chunks); got != want {
 					t.Fatalf("%s: text %q, want %q", desc, got, want)
 				}
 			})

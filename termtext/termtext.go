@@ -225,62 +225,13 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 			}
 			if b >= 0x20 && b < 0x7f {
 				if len(c.line) == 0 && len(c.shown) == 0 && c.cur == 0 && !c.cr && !c.conceal && !c.gfx && !c.redrawn && !c.onLast {
-					// Fastest path, at a line start: a run of printable ASCII that ends
-					// the line in this chunk ("\n" or "\r\n") is the line's text as it
-					// is; one longer than a line is emitted a line's length at a time.
-					// Both give what the cells would.
-					j := printableRun(raw, i+1, min(len(raw), i+maxLine+1))
-					if j-i > maxLine {
-						dst = c.emitBlanks(dst)
-						c.lastOK = false
-						dst = append(dst, raw[i:i+maxLine]...)
-						i += maxLine - 1
-						continue
-					}
-					end := j
-					if end < len(raw) && raw[end] == '\r' {
-						end++
-					}
-					if end < len(raw) && raw[end] == '\n' && (b != ' ' || !onlySpaces(raw[i:j])) {
-						dst = c.emitBlanks(dst)
-						if c.lastOK = j-i <= maxLast; c.lastOK {
-							c.last = append(c.last[:0], raw[i:j]...)
-						}
-						dst = append(dst, raw[i:j]...)
-						dst = append(dst, '\n')
-						c.hid = false
-						i = end
-						c.lineAt = c.pos + int64(end) + 1
-						c.addrOK = false
+					var done bool
+					if dst, i, done = c.lineRun(dst, raw, i); done {
 						continue
 					}
 				}
 				if len(c.tail) > 0 || !c.cr && !c.conceal && !c.gfx && c.cur == len(c.line) && c.cur < maxLine {
-					// Fast path: a run of printable ASCII appended at the end of the line.
-					if c.cur >= maxLine { // the tail filled the line: emit it as it stands (as putCell does)
-						dst = c.emitBlanks(dst)
-						c.lastOK, c.addrOK = false, false
-						dst = append(appendRunes(dst, c.line), c.tail...)
-						c.line, c.tail, c.cur = c.line[:0], c.tail[:0], 0
-						i-- // this byte again, now at a segment's start (the fastest path)
-						continue
-					}
-					j := printableRun(raw, i+1, min(len(raw), i+maxLine-c.cur))
-					if len(c.tail) > 0 || j == len(raw) && len(c.shown) == 0 {
-						// A run that reaches the end of this chunk on a line nothing of
-						// which was emitted (a long line, a flood), or follows one, goes
-						// to the tail as bytes.
-						c.tail = append(c.tail, raw[i:j]...)
-					} else {
-						base := len(c.line)
-						c.line = grow(c.line, j-i)
-						l := c.line[base : base+j-i]
-						for k, ch := range raw[i:j] {
-							l[k] = rune(ch)
-						}
-					}
-					c.cur += j - i
-					i = j - 1
+					dst, i = c.appendRun(dst, raw, i)
 					continue
 				}
 				r := rune(b)
@@ -310,88 +261,36 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 			dst = c.control(dst, b)
 
 		case sEsc:
-			switch {
-			case b == 0x1b:
-				c.enterEsc()
-			case b == 0x18 || b == 0x1a:
-				c.st = sGround
-			case b < 0x20:
-				if b != 0 {
-					c.at = c.pos + int64(i) + 1
-					dst = c.control(dst, b)
-				}
-			case b < 0x30: // intermediate
-				if c.flags&fInter == 0 {
-					c.inter = b
-				}
-				c.flags |= fInter
-				c.n++
-				if c.n > maxEscInter {
-					c.st = sGround
-					i--
-				}
-			case b < 0x7f:
+			if b >= 0x30 && b < 0x7f { // final byte (the common case, inline)
 				c.at = c.pos + int64(i) + 1
 				dst = c.escFinal(dst, b)
-			case b == 0x7f:
-			default: // not ASCII: abandon the sequence, show the text
-				c.st = sGround
-				i--
+				continue
 			}
+			dst, i = c.escByte(dst, b, i)
 
 		case sCSI:
-			switch {
-			case b >= 0x40 && b < 0x7f:
+			// The common bytes inline: the final byte, and digits and separators of
+			// a sequence with room left and no intermediate byte. csiByte handles
+			// every byte (these too) as the general case.
+			if b >= 0x40 && b < 0x7f {
 				c.st = sGround
 				dst = c.csiFinal(dst, b)
-			case b >= 0x30 && b < 0x40: // parameter
+				continue
+			}
+			if b >= 0x30 && b <= ';' && c.n < maxCSI && c.flags&fInter == 0 {
 				c.n++
-				if c.n > maxCSI {
-					c.st = sGround
-					i--
-					continue
-				}
-				if c.flags&fInter != 0 {
-					c.flags |= fBad
-				}
-				switch {
-				case b <= '9':
+				if b <= '9' {
 					if c.flags&fNextArg == 0 {
 						c.param = min(c.param*10+int(b-'0'), maxParam)
 					}
 					c.sv = min(c.sv*10+int(b-'0'), maxParam)
-				case b <= ';': // ':' or ';'
+				} else { // ':' or ';'
 					c.flags |= fNextArg
 					c.sgrParam(b == ':')
-				default: // < = > ?
-					if c.n == 1 {
-						c.flags |= fPrivate
-					} else {
-						c.flags |= fBad
-					}
 				}
-			case b >= 0x20 && b < 0x30: // intermediate
-				c.n++
-				if c.n > maxCSI {
-					c.st = sGround
-					i--
-					continue
-				}
-				c.flags |= fInter
-			case b == 0x1b:
-				c.enterEsc()
-			case b == 0x18 || b == 0x1a:
-				c.st = sGround
-			case b < 0x20:
-				if b != 0 {
-					c.at = c.pos + int64(i) + 1
-					dst = c.control(dst, b)
-				}
-			case b == 0x7f:
-			default: // not ASCII: abandon the sequence, show the text
-				c.st = sGround
-				i--
+				continue
 			}
+			dst, i = c.csiByte(dst, b, i)
 
 		case sStr:
 			switch b {
@@ -418,6 +317,165 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 	c.pos += int64(len(raw))
 	c.endCall()
 	return dst
+}
+
+// lineRun is Write's fastest path, for printable ASCII at raw[i] at the start of a
+// line with nothing pending (no cells, nothing shown or held by a "\r", concealment,
+// graphics set, redraw or the last line's row): a run that ends the line in this
+// chunk ("\n" or "\r\n") is the line's text as it is; one longer than a line is
+// emitted a line's length at a time. Both give what the cells would. It returns the
+// index of the last byte it consumed and true, or false, having changed nothing, when
+// the run does neither.
+func (c *Converter) lineRun(dst, raw []byte, i int) ([]byte, int, bool) {
+	j := printableRun(raw, i+1, min(len(raw), i+maxLine+1))
+	if j-i > maxLine {
+		dst = c.emitBlanks(dst)
+		c.lastOK = false
+		dst = append(dst, raw[i:i+maxLine]...)
+		return dst, i + maxLine - 1, true
+	}
+	end := j
+	if end < len(raw) && raw[end] == '\r' {
+		end++
+	}
+	if end < len(raw) && raw[end] == '\n' && (raw[i] != ' ' || !onlySpaces(raw[i:j])) {
+		dst = c.emitBlanks(dst)
+		if c.lastOK = j-i <= maxLast; c.lastOK {
+			c.last = append(c.last[:0], raw[i:j]...)
+		}
+		dst = append(dst, raw[i:j]...)
+		dst = append(dst, '\n')
+		c.hid = false
+		c.lineAt = c.pos + int64(end) + 1
+		c.addrOK = false
+		return dst, end, true
+	}
+	return dst, i, false
+}
+
+// appendRun is Write's fast path for a run of printable ASCII starting at raw[i]
+// appended at the end of the line (the cursor there, no "\r", concealment or
+// graphics set pending, or a tail already started). It returns the index of the
+// last byte it consumed; i-1 when it only emitted a tail that filled the line, so
+// that raw[i] is handled again at a segment's start.
+func (c *Converter) appendRun(dst, raw []byte, i int) ([]byte, int) {
+	if c.cur >= maxLine { // the tail filled the line: emit it as it stands (as putCell does)
+		dst = c.emitBlanks(dst)
+		c.lastOK, c.addrOK = false, false
+		dst = append(appendRunes(dst, c.line), c.tail...)
+		c.line, c.tail, c.cur = c.line[:0], c.tail[:0], 0
+		return dst, i - 1 // this byte again, now at a segment's start (the fastest path)
+	}
+	j := printableRun(raw, i+1, min(len(raw), i+maxLine-c.cur))
+	if len(c.tail) > 0 || j == len(raw) && len(c.shown) == 0 {
+		// A run that reaches the end of this chunk on a line nothing of
+		// which was emitted (a long line, a flood), or follows one, goes
+		// to the tail as bytes.
+		c.tail = append(c.tail, raw[i:j]...)
+	} else {
+		base := len(c.line)
+		c.line = grow(c.line, j-i)
+		l := c.line[base : base+j-i]
+		for k, ch := range raw[i:j] {
+			l[k] = rune(ch)
+		}
+	}
+	c.cur += j - i
+	return dst, j - 1
+}
+
+// escByte handles byte b, at index i of the current Write, after an ESC (state
+// sEsc). It returns the index of the last byte consumed: i-1 when the sequence is
+// abandoned and b is to be handled again as text.
+func (c *Converter) escByte(dst []byte, b byte, i int) ([]byte, int) {
+	switch {
+	case b >= 0x20 && b < 0x30: // intermediate
+		if c.flags&fInter == 0 {
+			c.inter = b
+		}
+		c.flags |= fInter
+		c.n++
+		if c.n > maxEscInter {
+			c.st = sGround
+			return dst, i - 1
+		}
+	case b >= 0x30 && b < 0x7f:
+		c.at = c.pos + int64(i) + 1
+		dst = c.escFinal(dst, b)
+	default:
+		return c.seqByte(dst, b, i)
+	}
+	return dst, i
+}
+
+// csiByte handles byte b, at index i of the current Write, inside a CSI (state
+// sCSI). It returns the index of the last byte consumed: i-1 when the sequence is
+// abandoned and b is to be handled again as text.
+func (c *Converter) csiByte(dst []byte, b byte, i int) ([]byte, int) {
+	switch {
+	case b >= 0x40 && b < 0x7f:
+		c.st = sGround
+		dst = c.csiFinal(dst, b)
+	case b >= 0x30 && b < 0x40: // parameter
+		c.n++
+		if c.n > maxCSI {
+			c.st = sGround
+			return dst, i - 1
+		}
+		if c.flags&fInter != 0 {
+			c.flags |= fBad
+		}
+		switch {
+		case b <= '9':
+			if c.flags&fNextArg == 0 {
+				c.param = min(c.param*10+int(b-'0'), maxParam)
+			}
+			c.sv = min(c.sv*10+int(b-'0'), maxParam)
+		case b <= ';': // ':' or ';'
+			c.flags |= fNextArg
+			c.sgrParam(b == ':')
+		default: // < = > ?
+			if c.n == 1 {
+				c.flags |= fPrivate
+			} else {
+				c.flags |= fBad
+			}
+		}
+	case b >= 0x20 && b < 0x30: // intermediate
+		c.n++
+		if c.n > maxCSI {
+			c.st = sGround
+			return dst, i - 1
+		}
+		c.flags |= fInter
+	default:
+		return c.seqByte(dst, b, i)
+	}
+	return dst, i
+}
+
+// seqByte handles byte b, at index i of the current Write, inside an ESC or CSI
+// sequence when b is none of the sequence's own bytes: ESC starts a new sequence,
+// CAN and SUB cancel it, another C0 control acts as it does outside one (NUL is
+// dropped), DEL is ignored, and a byte that is not ASCII abandons the sequence:
+// then it returns i-1, so that b is handled again as text; else i.
+func (c *Converter) seqByte(dst []byte, b byte, i int) ([]byte, int) {
+	switch {
+	case b == 0x1b:
+		c.enterEsc()
+	case b == 0x18 || b == 0x1a:
+		c.st = sGround
+	case b < 0x20:
+		if b != 0 {
+			c.at = c.pos + int64(i) + 1
+			dst = c.control(dst, b)
+		}
+	case b == 0x7f:
+	default: // not ASCII: abandon the sequence, show the text
+		c.st = sGround
+		return dst, i - 1
+	}
+	return dst, i
 }
 
 // Flush appends the unfinished line as it stands now (for example a prompt

@@ -255,152 +255,162 @@ type step struct {
 	want string
 }
 
+// converterStepTests are sequences of calls on one Converter: state carried
+// across Write, Flush, Pending and Close.
+var converterStepTests = []struct {
+	name  string
+	steps []step
+}{
+	{"euro split across writes (EDGE 37)", []step{
+		{"write", "\xe2\x82", ""},
+		{"pending", "", ""},
+		{"flush", "", ""},
+		{"write", "\xac\r\n", "\u20ac\n"},
+	}},
+	{"euro split, flush keeps half a char", []step{
+		{"write", "price: \xe2", ""},
+		{"flush", "", "price: "},
+		{"write", "\x82", ""},
+		{"flush", "", ""},
+		{"write", "\xac 5\r\n", "\u20ac 5\n"},
+	}},
+	{"crlf split across writes", []step{
+		{"write", "a  \r", ""},
+		{"write", "\nb\r", "a  \n"},
+		{"write", "\n", "b\n"},
+	}},
+	{"cr split then overwrite", []step{
+		{"write", "abc\r", ""},
+		{"write", "X\n", "Xbc\n"},
+	}},
+	{"escape split across writes", []step{
+		{"write", "\x1b", ""},
+		{"write", "[3", ""},
+		{"write", "1", ""},
+		{"write", "mred\x1b]0;ti", ""},
+		{"write", "tle\x1b", ""},
+		{"write", "\\!\n", "red!\n"},
+	}},
+	{"prompt flushed then continued", []step{
+		{"write", ">>> ", ""},
+		{"pending", "", ">>> "},
+		{"flush", "", ">>> "},
+		{"pending", "", ""},
+		{"flush", "", ""},
+		{"write", "print(1)\r\n1\r\n>>> ", "print(1)\n1\n"},
+		{"flush", "", ">>> "},
+	}},
+	{"bash prompt with bracketed paste", []step{
+		{"write", "\x1b[?2004huser@host:~$ ", ""},
+		{"flush", "", "user@host:~$ "},
+		{"write", "echo hi\r\n\x1b[?2004l\rhi\r\n\x1b[?2004huser@host:~$ ", "echo hi\nhi\n"},
+		{"close", "", "user@host:~$ "},
+	}},
+	{"flushed line extended piecewise", []step{
+		{"write", "Downloading", ""},
+		{"flush", "", "Downloading"},
+		{"write", "...", ""},
+		{"flush", "", "..."},
+		{"write", " done\r\n", " done\n"},
+	}},
+	{"flushed prompt redrawn identically", []step{
+		{"write", "$ ", ""},
+		{"flush", "", "$ "},
+		{"write", "\r\x1b[K$ ls\r\n", "ls\n"},
+	}},
+	{"flushed progress overwritten", []step{
+		{"write", "10%", ""},
+		{"flush", "", "10%"},
+		{"write", "\r50%", ""},
+		{"pending", "", "\n50%"},
+		{"flush", "", "\n50%"},
+		{"write", "\r100%\r\n", "\n100%\n"},
+	}},
+	{"flushed injection overwritten", []step{
+		{"write", "safe", ""},
+		{"flush", "", "safe"},
+		{"write", "\rIGNORE\r\n", "\nIGNORE\n"},
+	}},
+	{"flushed text erased", []step{
+		{"write", "$ abc", ""},
+		{"flush", "", "$ abc"},
+		{"write", "\b \b", ""},
+		{"flush", "", "\n$ ab"},
+		{"write", "d\r\n", "d\n"},
+	}},
+	{"flush of echo erase", []step{
+		{"write", "ab\b \b", ""},
+		{"flush", "", "a"},
+		{"write", "c\n", "c\n"},
+	}},
+	{"flush with pending cr", []step{
+		{"write", "abc\r", ""},
+		{"flush", "", "abc"},
+		{"write", "\n", "\n"},
+	}},
+	{"flushed line erased to nothing", []step{
+		{"write", "abc", ""},
+		{"flush", "", "abc"},
+		{"write", "\r\x1b[K", ""},
+		{"flush", "", "\n"},
+		{"flush", "", ""},
+		{"write", "x\n", "x\n"},
+	}},
+	{"close converts incomplete tail", []step{
+		{"write", "a\xf0\x9f\x98", ""},
+		{"flush", "", "a"},
+		{"close", "", "\ufffd"},
+	}},
+	{"close drops unterminated escape and resets", []step{
+		{"write", "a\x1b]0;title", ""},
+		{"close", "", "a"},
+		{"write", "b\n", "b\n"},
+	}},
+	{"close after flush", []step{
+		{"write", ">>> ", ""},
+		{"flush", "", ">>> "},
+		{"close", "", ""},
+	}},
+	{"osc never terminated (EDGE 39)", []step{
+		{"write", "\x1b]0;", ""},
+		{"write", strings.Repeat("a", 1<<16), ""},
+		{"write", strings.Repeat("b\n", 1<<15), ""},
+		{"write", "\a done\r\n", " done\n"},
+	}},
+}
+
 func TestConverterSteps(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name  string
-		steps []step
-	}{
-		{"euro split across writes (EDGE 37)", []step{
-			{"write", "\xe2\x82", ""},
-			{"pending", "", ""},
-			{"flush", "", ""},
-			{"write", "\xac\r\n", "\u20ac\n"},
-		}},
-		{"euro split, flush keeps half a char", []step{
-			{"write", "price: \xe2", ""},
-			{"flush", "", "price: "},
-			{"write", "\x82", ""},
-			{"flush", "", ""},
-			{"write", "\xac 5\r\n", "\u20ac 5\n"},
-		}},
-		{"crlf split across writes", []step{
-			{"write", "a  \r", ""},
-			{"write", "\nb\r", "a  \n"},
-			{"write", "\n", "b\n"},
-		}},
-		{"cr split then overwrite", []step{
-			{"write", "abc\r", ""},
-			{"write", "X\n", "Xbc\n"},
-		}},
-		{"escape split across writes", []step{
-			{"write", "\x1b", ""},
-			{"write", "[3", ""},
-			{"write", "1", ""},
-			{"write", "mred\x1b]0;ti", ""},
-			{"write", "tle\x1b", ""},
-			{"write", "\\!\n", "red!\n"},
-		}},
-		{"prompt flushed then continued", []step{
-			{"write", ">>> ", ""},
-			{"pending", "", ">>> "},
-			{"flush", "", ">>> "},
-			{"pending", "", ""},
-			{"flush", "", ""},
-			{"write", "print(1)\r\n1\r\n>>> ", "print(1)\n1\n"},
-			{"flush", "", ">>> "},
-		}},
-		{"bash prompt with bracketed paste", []step{
-			{"write", "\x1b[?2004huser@host:~$ ", ""},
-			{"flush", "", "user@host:~$ "},
-			{"write", "echo hi\r\n\x1b[?2004l\rhi\r\n\x1b[?2004huser@host:~$ ", "echo hi\nhi\n"},
-			{"close", "", "user@host:~$ "},
-		}},
-		{"flushed line extended piecewise", []step{
-			{"write", "Downloading", ""},
-			{"flush", "", "Downloading"},
-			{"write", "...", ""},
-			{"flush", "", "..."},
-			{"write", " done\r\n", " done\n"},
-		}},
-		{"flushed prompt redrawn identically", []step{
-			{"write", "$ ", ""},
-			{"flush", "", "$ "},
-			{"write", "\r\x1b[K$ ls\r\n", "ls\n"},
-		}},
-		{"flushed progress overwritten", []step{
-			{"write", "10%", ""},
-			{"flush", "", "10%"},
-			{"write", "\r50%", ""},
-			{"pending", "", "\n50%"},
-			{"flush", "", "\n50%"},
-			{"write", "\r100%\r\n", "\n100%\n"},
-		}},
-		{"flushed injection overwritten", []step{
-			{"write", "safe", ""},
-			{"flush", "", "safe"},
-			{"write", "\rIGNORE\r\n", "\nIGNORE\n"},
-		}},
-		{"flushed text erased", []step{
-			{"write", "$ abc", ""},
-			{"flush", "", "$ abc"},
-			{"write", "\b \b", ""},
-			{"flush", "", "\n$ ab"},
-			{"write", "d\r\n", "d\n"},
-		}},
-		{"flush of echo erase", []step{
-			{"write", "ab\b \b", ""},
-			{"flush", "", "a"},
-			{"write", "c\n", "c\n"},
-		}},
-		{"flush with pending cr", []step{
-			{"write", "abc\r", ""},
-			{"flush", "", "abc"},
-			{"write", "\n", "\n"},
-		}},
-		{"flushed line erased to nothing", []step{
-			{"write", "abc", ""},
-			{"flush", "", "abc"},
-			{"write", "\r\x1b[K", ""},
-			{"flush", "", "\n"},
-			{"flush", "", ""},
-			{"write", "x\n", "x\n"},
-		}},
-		{"close converts incomplete tail", []step{
-			{"write", "a\xf0\x9f\x98", ""},
-			{"flush", "", "a"},
-			{"close", "", "\ufffd"},
-		}},
-		{"close drops unterminated escape and resets", []step{
-			{"write", "a\x1b]0;title", ""},
-			{"close", "", "a"},
-			{"write", "b\n", "b\n"},
-		}},
-		{"close after flush", []step{
-			{"write", ">>> ", ""},
-			{"flush", "", ">>> "},
-			{"close", "", ""},
-		}},
-		{"osc never terminated (EDGE 39)", []step{
-			{"write", "\x1b]0;", ""},
-			{"write", strings.Repeat("a", 1<<16), ""},
-			{"write", strings.Repeat("b\n", 1<<15), ""},
-			{"write", "\a done\r\n", " done\n"},
-		}},
-	}
-	for _, tc := range tests {
+	for _, tc := range converterStepTests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var c Converter
-			for i, s := range tc.steps {
-				var got []byte
-				switch s.op {
-				case "write":
-					got = c.Write(nil, []byte(s.in))
-				case "flush":
-					got = c.Flush(nil)
-				case "close":
-					got = c.Close(nil)
-				case "pending":
-					got = c.Pending()
-				default:
-					t.Fatalf("bad op %q", s.op)
-				}
-				if string(got) != s.want {
-					t.Fatalf("step %d %s(%q)\n got %q\nwant %q", i, s.op, s.in, got, s.want)
-				}
-			}
+			runSteps(t, tc.steps)
 		})
+	}
+}
+
+// runSteps makes the calls of steps on a new Converter in order and fails at the
+// first whose output is not the step's want.
+func runSteps(t *testing.T, steps []step) {
+	t.Helper()
+	var c Converter
+	for i, s := range steps {
+		var got []byte
+		switch s.op {
+		case "write":
+			got = c.Write(nil, []byte(s.in))
+		case "flush":
+			got = c.Flush(nil)
+		case "close":
+			got = c.Close(nil)
+		case "pending":
+			got = c.Pending()
+		default:
+			t.Fatalf("bad op %q", s.op)
+		}
+		if string(got) != s.want {
+			t.Fatalf("step %d %s(%q)\n got %q\nwant %q", i, s.op, s.in, got, s.want)
+		}
 	}
 }
 

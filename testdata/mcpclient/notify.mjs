@@ -23,27 +23,15 @@
 // then {"step": "closed"}.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import {
   ResourceUpdatedNotificationSchema,
   ResourceListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { writeFile } from "node:fs/promises";
+import { callStep, emit, mcpTransport, stepsArgs } from "./e2e.mjs";
 
-const [bin, stepsJSON] = process.argv.slice(2);
-if (!bin || !stepsJSON) {
-  console.error("usage: node notify.mjs /path/to/ptyhub STEPS_JSON");
-  process.exit(2);
-}
-const steps = JSON.parse(stepsJSON);
-const emit = (obj) => process.stdout.write(JSON.stringify(obj) + "\n");
-
-const transport = new StdioClientTransport({
-  command: bin,
-  args: JSON.parse(process.env.PTYHUB_E2E_MCP_ARGS ?? '["mcp"]'),
-  env: { ...process.env },
-  stderr: "inherit",
-});
+const [bin, steps] = stepsArgs("notify.mjs");
+const transport = mcpTransport(bin);
 const client = new Client({ name: "ptyhub-notify-e2e", version: "1.0.0" });
 
 // Notifications seen so far, and waiters for the next matching one.
@@ -70,16 +58,7 @@ async function callTool(s) {
     opts.resetTimeoutOnProgress = true;
   }
   opts.timeout = 120000;
-  try {
-    const res = await client.callTool({ name: s.tool, arguments: s.args }, undefined, opts);
-    const text = (res.content ?? [])
-      .filter((c) => c.type === "text")
-      .map((c) => c.text)
-      .join("");
-    emit({ step: s.step, isError: !!res.isError, text, structured: res.structuredContent ?? null });
-  } catch (err) {
-    emit({ step: s.step, error: String(err?.message ?? err) });
-  }
+  await callStep(client, s.step, s.tool, s.args, opts);
 }
 
 async function other(s, f) {

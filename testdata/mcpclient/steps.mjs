@@ -16,23 +16,11 @@
 // {"step": "closed"}.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { execFileSync } from "node:child_process";
+import { callStep, emit, mcpTransport, stepsArgs } from "./e2e.mjs";
 
-const [bin, stepsJSON] = process.argv.slice(2);
-if (!bin || !stepsJSON) {
-  console.error("usage: node steps.mjs /path/to/ptyhub STEPS_JSON");
-  process.exit(2);
-}
-const steps = JSON.parse(stepsJSON);
-const emit = (obj) => process.stdout.write(JSON.stringify(obj) + "\n");
-
-const transport = new StdioClientTransport({
-  command: bin,
-  args: JSON.parse(process.env.PTYHUB_E2E_MCP_ARGS ?? '["mcp"]'),
-  env: { ...process.env },
-  stderr: "inherit",
-});
+const [bin, steps] = stepsArgs("steps.mjs");
+const transport = mcpTransport(bin);
 const client = new Client({ name: "ptyhub-steps-e2e", version: "1.0.0" });
 await client.connect(transport);
 
@@ -52,16 +40,8 @@ const subst = (v) => {
 for (const s of steps) {
   try {
     if (s.tool) {
-      const res = await client.callTool({ name: s.tool, arguments: subst(s.args ?? {}) }, undefined, {
-        timeout: 120000,
-      });
-      const text = (res.content ?? [])
-        .filter((c) => c.type === "text")
-        .map((c) => c.text)
-        .join("");
-      const structured = res.structuredContent ?? null;
-      if (structured?.session_id) ids[s.step] = structured.session_id;
-      emit({ step: s.step, isError: !!res.isError, text, structured });
+      const res = await callStep(client, s.step, s.tool, subst(s.args ?? {}), { timeout: 120000 });
+      if (res?.structuredContent?.session_id) ids[s.step] = res.structuredContent.session_id;
     } else if (s.resources) {
       emit({ step: s.step, result: await client.listResources() });
     } else if (s.read) {

@@ -6,28 +6,16 @@
 // Usage: node waiting.mjs /path/to/ptyhub /path/to/file-for-vim
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { callStep, emit, mcpTransport } from "./e2e.mjs";
 
 const [bin, file] = process.argv.slice(2);
 if (!bin || !file) {
   console.error("usage: node waiting.mjs /path/to/ptyhub /path/to/file");
   process.exit(2);
 }
-const emit = (obj) => process.stdout.write(JSON.stringify(obj) + "\n");
-const transport = new StdioClientTransport({ command: bin, args: ["mcp"], env: { ...process.env }, stderr: "inherit" });
+const transport = mcpTransport(bin, ["mcp"]);
 const client = new Client({ name: "ptyhub-e2e-waiting", version: "1.0.0" });
-
-async function step(name, tool, args) {
-  try {
-    const res = await client.callTool({ name: tool, arguments: args });
-    const text = (res.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("");
-    emit({ step: name, isError: !!res.isError, text, structured: res.structuredContent ?? null });
-    return res;
-  } catch (err) {
-    emit({ step: name, error: String(err?.message ?? err) });
-    return null;
-  }
-}
+const step = (name, tool, args) => callStep(client, name, tool, args);
 
 await client.connect(transport);
 const vim = await step("vim", "exec_command", { argv: ["vim", "-u", "DEFAULTS", "-i", "NONE", "-n", file], yield_time_ms: 30000 });
