@@ -297,7 +297,6 @@ func TestRemoteSSHMCP(t *testing.T) {
 
 	// Drop the connection in the middle of a call: the call returns an error (nothing
 	// hangs), the session goes on, and the next call reconnects and finds it.
-	ssh := rmChildSSH(t, cmd.Process.Pid)
 	marker := filepath.Join(s.dir, "in-flight")
 	type answer struct {
 		sc  map[string]any
@@ -318,7 +317,10 @@ func TestRemoteSSHMCP(t *testing.T) {
 		inflight <- a
 	}()
 	svWait(t, "the call to be running on the host", func() bool { _, err := os.Stat(marker); return err == nil })
-	syscall.Kill(ssh, syscall.SIGKILL)
+	ssh := rmChildSSHs(t, cmd.Process.Pid, nil)
+	for pid := range ssh {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
 	if a := <-inflight; a.sc != nil || !strings.Contains(a.msg, "dropped") || !strings.Contains(a.msg, "keep running") {
 		t.Errorf("the call whose connection dropped: %v %q", a.sc, a.msg)
 	}
@@ -326,9 +328,7 @@ func TestRemoteSSHMCP(t *testing.T) {
 	if !strings.Contains(sc["output"].(string), "back-10") {
 		t.Errorf("after reconnecting: %q", sc["output"])
 	}
-	if ssh2 := rmChildSSH(t, cmd.Process.Pid); ssh2 == ssh {
-		t.Error("no new ssh connection")
-	}
+	rmChildSSHs(t, cmd.Process.Pid, ssh) // a new ssh connection
 	// wait_sessions across both machines: the remote session that exits wins.
 	quick := call("exec_command", map[string]any{"host": s.url, "cmd": "read x; echo quick-$x", "yield_time_ms": 0})
 	call("write_stdin", map[string]any{"session_id": quick["session_id"], "chars": "7\n", "yield_time_ms": 0})
@@ -361,12 +361,15 @@ func TestRemoteSSHMCP(t *testing.T) {
 	})
 }
 
-// rmChildSSH returns the pid of the ssh that process pid runs (the one that joins
-// ptyhub dial-stdio).
-func rmChildSSH(t *testing.T, pid int) int {
+// rmChildSSHs returns the pids of the ssh processes that process pid runs (each joins
+// it to a host: ptyhub mcp has its own, and one more once the per-user server asks it
+// about that host), once there is at least one not in old.
+func rmChildSSHs(t *testing.T, pid int, old map[int]bool) map[int]bool {
 	t.Helper()
-	var found int
+	var found map[int]bool
 	svWait(t, "ptyhub mcp's ssh", func() bool {
+		found = map[int]bool{}
+		fresh := false
 		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 		for _, f := range tasks {
 			b, _ := os.ReadFile(f)
@@ -374,12 +377,12 @@ func rmChildSSH(t *testing.T, pid int) int {
 				cpid, _ := strconv.Atoi(c)
 				argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cpid))
 				if strings.HasPrefix(string(argv), "ssh\x00") && strings.Contains(string(argv), "dial-stdio") && !proctest.Exited(cpid) {
-					found = cpid
-					return true
+					found[cpid] = true
+					fresh = fresh || !old[cpid]
 				}
 			}
 		}
-		return false
+		return fresh
 	})
 	return found
 }
