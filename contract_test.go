@@ -332,20 +332,7 @@ while i < len(d):
 			if res.State != session.StateExited {
 				t.Fatalf("the program did not finish in one call: %+v", res.ReturnedBecause)
 			}
-			read := func(from, to int64, budget int64) *session.Result {
-				rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: res.SessionID, From: &from, To: &to, MaxOutputTokens: new(int64(budget))})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return rr
-			}
-			whole := func(from, to int64) string {
-				rr := read(from, to, 250000)
-				if rr.TruncatedRange != nil {
-					t.Fatalf("read [%d, %d) at the largest budget was cut", from, to)
-				}
-				return rr.Output
-			}
+			read, whole := rangeReads(t, c, res.SessionID)
 			name := fmt.Sprintf("%d lines, tty %v, budget %d", lines, tty, budget)
 			full := whole(0, res.NextOffset)
 			if res.TruncatedRange == nil {
@@ -355,20 +342,7 @@ while i < len(d):
 				return
 			}
 			checkCut(t, name, res.Output, full, *res.TruncatedRange, whole)
-			// Nested reads shrink and stay inside.
-			rng := *res.TruncatedRange
-			for depth := 0; depth < 8; depth++ {
-				rr := read(rng[0], rng[1], budget)
-				if rr.TruncatedRange == nil {
-					break
-				}
-				in := *rr.TruncatedRange
-				if in[0] < rng[0] || in[1] > rng[1] || in[1]-in[0] >= rng[1]-rng[0] {
-					t.Fatalf("%s: nested read of %v reports %v: not a smaller range inside", name, rng, in)
-				}
-				checkCut(t, fmt.Sprintf("%s, nested %d", name, depth), rr.Output, whole(rng[0], rng[1]), in, whole)
-				rng = in
-			}
+			checkNested(t, name, *res.TruncatedRange, int64(budget), read, whole)
 		})
 	}
 }

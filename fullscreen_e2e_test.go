@@ -90,20 +90,7 @@ print("got", a, b)
 // inside it. It returns the whole text.
 func readRanges(t *testing.T, c *session.Client, end *session.Result, budgets []int64, nested bool) string {
 	t.Helper()
-	read := func(from, to, budget int64) *session.Result {
-		rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: end.SessionID, From: &from, To: &to, MaxOutputTokens: &budget})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rr
-	}
-	whole := func(from, to int64) string {
-		rr := read(from, to, 250000)
-		if rr.TruncatedRange != nil {
-			t.Fatalf("read [%d, %d) at the largest budget was cut", from, to)
-		}
-		return rr.Output
-	}
+	read, whole := rangeReads(t, c, end.SessionID)
 	full := whole(0, end.NextOffset)
 	for _, budget := range budgets {
 		rr := read(0, end.NextOffset, budget)
@@ -112,21 +99,49 @@ func readRanges(t *testing.T, c *session.Client, end *session.Result, budgets []
 		}
 		name := fmt.Sprintf("budget %d", budget)
 		checkCut(t, name, rr.Output, full, *rr.TruncatedRange, whole)
-		rng := *rr.TruncatedRange
-		for depth := 0; nested && depth < 8; depth++ {
-			in := read(rng[0], rng[1], budget)
-			if in.TruncatedRange == nil {
-				break
-			}
-			ir := *in.TruncatedRange
-			if ir[0] < rng[0] || ir[1] > rng[1] || ir[1]-ir[0] >= rng[1]-rng[0] {
-				t.Fatalf("%s: nested read of %v reports %v: not a smaller range inside", name, rng, ir)
-			}
-			checkCut(t, fmt.Sprintf("%s, nested %d", name, depth), in.Output, whole(rng[0], rng[1]), ir, whole)
-			rng = ir
+		if nested {
+			checkNested(t, name, *rr.TruncatedRange, budget, read, whole)
 		}
 	}
 	return full
+}
+
+// rangeReads returns read, read_output of session id's [from, to) at budget, and whole,
+// the text of [from, to) read at a budget that must not cut it.
+func rangeReads(t *testing.T, c *session.Client, id string) (read func(from, to, budget int64) *session.Result, whole func(from, to int64) string) {
+	read = func(from, to, budget int64) *session.Result {
+		rr, err := c.Read(context.Background(), session.ReadRequest{SessionID: id, From: &from, To: &to, MaxOutputTokens: &budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rr
+	}
+	whole = func(from, to int64) string {
+		rr := read(from, to, 250000)
+		if rr.TruncatedRange != nil {
+			t.Fatalf("read [%d, %d) at the largest budget was cut", from, to)
+		}
+		return rr.Output
+	}
+	return read, whole
+}
+
+// checkNested checks that reads of the cut range rng at budget, and of the range each
+// names in turn, name smaller ranges inside it whose cut text reads back exactly.
+func checkNested(t *testing.T, name string, rng [2]int64, budget int64, read func(from, to, budget int64) *session.Result, whole func(from, to int64) string) {
+	t.Helper()
+	for depth := 0; depth < 8; depth++ {
+		in := read(rng[0], rng[1], budget)
+		if in.TruncatedRange == nil {
+			return
+		}
+		ir := *in.TruncatedRange
+		if ir[0] < rng[0] || ir[1] > rng[1] || ir[1]-ir[0] >= rng[1]-rng[0] {
+			t.Fatalf("%s: nested read of %v reports %v: not a smaller range inside", name, rng, ir)
+		}
+		checkCut(t, fmt.Sprintf("%s, nested %d", name, depth), in.Output, whole(rng[0], rng[1]), ir, whole)
+		rng = ir
+	}
 }
 
 // TestVimTextView: vim writes a probe glyph (▽) at a cursor address, asks where the
