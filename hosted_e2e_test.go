@@ -49,11 +49,20 @@ func (h *svHub) agent(args ...string) *svAgent {
 // call calls a tool and returns its structured result; a tool error fails the test.
 func (a *svAgent) call(name string, args map[string]any) map[string]any {
 	a.t.Helper()
-	res, err := a.cs.CallTool(a.ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil || res.IsError {
-		a.t.Fatalf("%s %v: %v %+v", name, args, err, res)
+	return toolCaller(a.t, a.ctx, a.cs)(name, args)
+}
+
+// toolCaller returns a function that calls a tool on cs and returns its structured
+// result; an error or a tool error fails t.
+func toolCaller(t *testing.T, ctx context.Context, cs *mcp.ClientSession) func(name string, args map[string]any) map[string]any {
+	return func(name string, args map[string]any) map[string]any {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s %v: %v %+v", name, args, err, res)
+		}
+		return res.StructuredContent.(map[string]any)
 	}
-	return res.StructuredContent.(map[string]any)
 }
 
 // list returns the ids of the sessions an agent's list_sessions (or ptyhub ls) shows.

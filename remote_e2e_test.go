@@ -270,14 +270,7 @@ func TestRemoteSSHMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	call := func(name string, args map[string]any) map[string]any {
-		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil || res.IsError {
-			t.Fatalf("%s: %v %+v", name, err, res)
-		}
-		return res.StructuredContent.(map[string]any)
-	}
+	call := toolCaller(t, ctx, cs)
 	local := call("exec_command", map[string]any{"cmd": "sleep 600", "yield_time_ms": 0})
 	sc := call("exec_command", map[string]any{"host": s.url, "argv": []string{"bash", "--norc", "--noprofile", "-i"},
 		"env": map[string]string{"PS1": "$ "}, "wait_for": `\$ $`})

@@ -48,14 +48,7 @@ func TestRemoteSSHEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	call := func(name string, args map[string]any) map[string]any {
-		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil || res.IsError {
-			t.Fatalf("%s: %v %+v", name, err, res)
-		}
-		return res.StructuredContent.(map[string]any)
-	}
+	call := toolCaller(t, ctx, cs)
 	own := call("exec_command", map[string]any{"cmd": "sleep 600", "yield_time_ms": 0})
 	gate := filepath.Join(s.dir, "gate")
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {

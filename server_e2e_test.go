@@ -656,14 +656,7 @@ func TestServerAgentAndHuman(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := func(name string, args map[string]any) map[string]any {
-		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-		if err != nil || res.IsError {
-			t.Fatalf("%s: %v %+v", name, err, res)
-		}
-		return res.StructuredContent.(map[string]any)
-	}
+	call := toolCaller(t, ctx, cs)
 	sc := call("exec_command", map[string]any{"argv": []string{"bash", "--norc", "--noprofile", "-i"},
 		"env": map[string]string{"PS1": "$ "}, "wait_for": `\$ $`})
 	id, uuid := sc["session_id"].(string), sc["uuid"].(string)
