@@ -511,7 +511,7 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 	// start prunes it while that call waits for its output.
 	s := &Session{m: m, uuid: id, command: command, tty: tty, profile: profile,
 		started: now, lastUsed: now, rows: rows, cols: cols, owner: owner, pool: pool,
-		hub: broadcast.New(m.opts.Retain), wake: make(chan struct{}, 1),
+		hub:  broadcast.New(m.opts.Retain),
 		quit: make(chan struct{}), exited: make(chan struct{}), drained: make(chan struct{}),
 		inFlight: 1}
 	s.name = req.Name

@@ -38,10 +38,13 @@ type Session struct {
 	output io.ReadCloser
 	hub    *broadcast.Hub
 
-	qmu   sync.Mutex    // guards queue; a leaf of the lock order (doc.go)
-	queue []*writeJob   // input for the writer goroutine, in order
-	wake  chan struct{} // capacity 1: tells the writer the queue has work
-	quit  chan struct{} // closed when the session is torn down: stops the writer
+	qmu   sync.Mutex  // guards queue and writerOn; a leaf of the lock order (doc.go)
+	queue []*writeJob // input for the writer goroutine, in order
+	// writerOn is true while a writer goroutine runs (writeLoop): enqueue starts one when
+	// there is none, and it ends once it found the queue empty, so an idle session has
+	// none. Guarded by qmu.
+	writerOn bool
+	quit     chan struct{} // closed when the session is torn down: stops the writer
 
 	// rp is the reaper that started the program: set before the session is in the
 	// manager's table, and again by a spawn that had to start a new one. A reaper
@@ -216,7 +219,6 @@ func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
 	s.m.reg.add(s)
 	s.startFeatures(rows, cols)
 	go s.readLoop()
-	go s.writeLoop()
 	go s.waitExit(exit, spec.Hold)
 	return nil
 }
@@ -259,8 +261,11 @@ func (s *Session) readLoop() {
 	}
 }
 
-// writeLoop is the session's one writer: whole messages in order. Owned by the session;
-// stops when quit is closed (a blocked write is woken by closing the master or pipe).
+// writeLoop is the session's writer: whole messages in order. It is started by enqueue
+// when the queue gets work and no writer runs, and ends once it finds the queue empty
+// (or the session torn down: then it fails what is queued), so at most one runs at a
+// time and an idle session has none. Owned by the session; a blocked write is woken by
+// closing the master or pipe at teardown.
 func (s *Session) writeLoop() {
 	var w io.Writer = s.stdin
 	if s.tty {
@@ -268,27 +273,31 @@ func (s *Session) writeLoop() {
 	}
 	for {
 		s.qmu.Lock()
-		var job *writeJob
-		if len(s.queue) > 0 {
-			job = s.queue[0]
-			s.queue = s.queue[1:]
+		select {
+		case <-s.quit:
+			s.writerOn = false
+			s.qmu.Unlock()
+			s.failQueue()
+			return
+		default:
+		}
+		if len(s.queue) == 0 {
+			s.writerOn = false
+			s.qmu.Unlock()
+			return
+		}
+		job := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		if len(s.queue) == 0 {
+			s.queue = nil // let the backing array go
 		}
 		s.qmu.Unlock()
-		if job == nil {
-			select {
-			case <-s.quit:
-				s.failQueue()
-				return
-			case <-s.wake:
-				continue
-			}
-		}
 		var err error
 		if !s.holdTypeahead(job) {
 			job.done <- fmt.Errorf("%w: session %d", ErrExited, s.id)
 			s.writing.Add(-int64(len(job.data)))
-			s.failQueue()
-			return
+			continue // the session is torn down: the loop's next turn fails the queue
 		}
 		s.noteFlow(job.data)
 		s.noteInput(job.data, s.inputHidden())
@@ -377,10 +386,11 @@ func (s *Session) enqueueJob(job *writeJob) (*writeJob, error) {
 	s.writing.Add(int64(len(data)))
 	s.typed.Add(1)
 	s.queue = append(s.queue, job)
+	start := !s.writerOn
+	s.writerOn = true
 	s.qmu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if start {
+		go s.writeLoop()
 	}
 	return job, nil
 }
