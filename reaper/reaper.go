@@ -54,6 +54,11 @@ type Spec struct {
 	// from /proc (ExitStatusOf) without waiting for the reaper, and must then call
 	// Release. Its exit channel then only reports the reaper's death.
 	Hold bool
+	// OnExit, if set, is called once, right after the leader's Exit was sent on its
+	// channel, from the reaper's goroutine, with no lock held; it must not block. With
+	// Hold that happens only when the reaper dies: a caller waiting for the held leader
+	// another way (its pidfd) stops that wait then, with no goroutine on the channel.
+	OnExit func()
 }
 
 // Exit is the end of a leader: its raw wait status, or Err when the reaper died first.
@@ -71,6 +76,24 @@ type reply struct {
 	exit chan Exit
 }
 
+// pendingCall is a call waiting for its reply; onExit is the Spec's OnExit of a spawn.
+type pendingCall struct {
+	ch     chan reply
+	onExit func()
+}
+
+// leaderExit is where a spawned leader's exit goes: its channel, then its OnExit.
+type leaderExit struct {
+	ch     chan Exit
+	onExit func()
+}
+
+// send gives the leader its exit; the caller calls onExit once it released r.mu.
+func (l leaderExit) send(e Exit) func() {
+	l.ch <- e
+	return l.onExit
+}
+
 // Reaper is the manager's handle on its helper process. Safe for concurrent use.
 type Reaper struct {
 	cmd  *exec.Cmd
@@ -80,8 +103,8 @@ type Reaper struct {
 
 	mu      sync.Mutex
 	nextID  uint64
-	pending map[uint64]chan reply
-	exits   map[int]chan Exit
+	pending map[uint64]pendingCall
+	exits   map[int]leaderExit
 	dead    bool
 	leaders map[int]string // pid → tag of leaders not yet released or reaped
 	tags    map[string]int // tag → leader pid, kept for attributing orphans by session id
@@ -138,7 +161,7 @@ func Start(logger *slog.Logger) (*Reaper, error) {
 		return nil, fmt.Errorf("reaper: %w", err)
 	}
 	r := &Reaper{cmd: cmd, conn: fc.(*net.UnixConn), log: logger,
-		pending: map[uint64]chan reply{}, exits: map[int]chan Exit{}, done: make(chan struct{}),
+		pending: map[uint64]pendingCall{}, exits: map[int]leaderExit{}, done: make(chan struct{}),
 		leaders: map[int]string{}, tags: map[string]int{}}
 	// The read loop: owned by the Reaper, ends when the helper closes the socket or dies.
 	go r.readLoop()
@@ -164,53 +187,70 @@ func (r *Reaper) readLoop() {
 			return
 		}
 		closeAll(fds)
+		var woken func()
 		r.mu.Lock()
 		switch m.Op {
 		case opReply:
-			if ch, ok := r.pending[m.ID]; ok {
+			if pc, ok := r.pending[m.ID]; ok {
 				delete(r.pending, m.ID)
 				rep := reply{msg: m}
 				if m.Pid > 0 && m.Err == "" {
 					// Registered before any later message (the exit) is read.
 					rep.exit = make(chan Exit, 1)
-					r.exits[m.Pid] = rep.exit
+					r.exits[m.Pid] = leaderExit{ch: rep.exit, onExit: pc.onExit}
 				}
-				ch <- rep
+				pc.ch <- rep
 			}
 		case opExit:
 			if t, ok := r.leaders[m.Pid]; ok {
 				delete(r.tags, t)
 			}
 			delete(r.leaders, m.Pid)
-			if ch, ok := r.exits[m.Pid]; ok {
+			if l, ok := r.exits[m.Pid]; ok {
 				delete(r.exits, m.Pid)
-				ch <- Exit{Status: syscall.WaitStatus(m.Status), Survivors: m.Survivors}
+				woken = l.send(Exit{Status: syscall.WaitStatus(m.Status), Survivors: m.Survivors})
 			}
 		}
 		r.mu.Unlock()
+		if woken != nil {
+			woken()
+		}
 	}
 }
 
 // fail marks the reaper dead: pending calls fail and every leader's exit channel reports
 // ErrDead.
 func (r *Reaper) fail() {
+	var woken []func()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.dead {
+		r.mu.Unlock()
 		return
 	}
 	r.dead = true
-	for id, ch := range r.pending {
-		ch <- reply{msg: &msg{Err: ErrDead.Error()}}
+	for id, pc := range r.pending {
+		pc.ch <- reply{msg: &msg{Err: ErrDead.Error()}}
 		delete(r.pending, id)
 	}
-	for pid, ch := range r.exits {
-		ch <- Exit{Err: ErrDead}
+	for pid, l := range r.exits {
+		if f := l.send(Exit{Err: ErrDead}); f != nil {
+			woken = append(woken, f)
+		}
 		delete(r.exits, pid)
+	}
+	r.mu.Unlock()
+	for _, f := range woken {
+		f()
 	}
 }
 
 func (r *Reaper) call(m *msg, fds []int) (reply, error) {
+	return r.callSpawn(m, fds, nil)
+}
+
+// callSpawn is call; a spawn's reply registers the leader's exit with onExit (see
+// Spec.OnExit).
+func (r *Reaper) callSpawn(m *msg, fds []int, onExit func()) (reply, error) {
 	ch := make(chan reply, 1)
 	r.mu.Lock()
 	if r.dead {
@@ -219,7 +259,7 @@ func (r *Reaper) call(m *msg, fds []int) (reply, error) {
 	}
 	r.nextID++
 	m.ID = r.nextID
-	r.pending[m.ID] = ch
+	r.pending[m.ID] = pendingCall{ch: ch, onExit: onExit}
 	r.mu.Unlock()
 	r.wmu.Lock()
 	err := send(r.conn, m, fds)
@@ -244,9 +284,9 @@ func (r *Reaper) call(m *msg, fds []int) (reply, error) {
 // Spawn starts spec with the given stdin, stdout and stderr (the caller keeps and closes
 // its copies). It returns the leader's pid and a channel that receives its exit once.
 func (r *Reaper) Spawn(spec Spec, stdin, stdout, stderr *os.File) (int, <-chan Exit, error) {
-	resp, err := r.call(&msg{Op: opSpawn, Path: spec.Path, Argv: spec.Argv, Env: spec.Env,
+	resp, err := r.callSpawn(&msg{Op: opSpawn, Path: spec.Path, Argv: spec.Argv, Env: spec.Env,
 		Dir: spec.Dir, Ctty: spec.Ctty, Tag: spec.Tag, Hold: spec.Hold},
-		[]int{int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd())})
+		[]int{int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd())}, spec.OnExit)
 	if err != nil {
 		return 0, nil, err
 	}

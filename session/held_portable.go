@@ -13,3 +13,6 @@ import (
 func (s *Session) awaitHeld(<-chan reaper.Exit) (syscall.WaitStatus, bool, *reaper.Exit) {
 	return 0, false, nil
 }
+
+// wakeHeld is never called on the portable paths (no leader is held there).
+func (s *Session) wakeHeld() {}

@@ -52,6 +52,10 @@ type Session struct {
 	rp          atomic.Pointer[reaper.Reaper]
 	leaderStart uint64 // the leader's start time (proc.StartTime), set by spawn
 
+	// heldFD is the held leader's pidfd while the exit waiter waits on it (awaitHeld), so
+	// the reaper's death can end that wait (wakeHeld).
+	heldFD atomic.Pointer[os.File]
+
 	exited  chan struct{} // closed once the exit status is recorded
 	drained chan struct{} // closed when the reader reached the end of output
 
@@ -202,6 +206,9 @@ func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
 	}
 	s.rp.Store(rp)
 	spec.Hold = hold
+	if hold {
+		spec.OnExit = s.wakeHeld
+	}
 	pid, exit, err := rp.Spawn(spec, childIn, childOut, childOut)
 	childIn.Close()
 	if childOut != childIn {
