@@ -34,22 +34,34 @@ func window(rows, cols int) int64 {
 // line start of the window. A demand therefore costs at most about two windows of
 // emulation (~10 ms at 80×24), however much was printed.
 //
-// When given a reply function, the model also answers terminal queries: one goroutine
-// (owned by the model, stopped by Close or by the end of the stream) follows the hub
-// with its own cursor and Scanner — which keeps up with any flood — and answers each
-// query exactly once, when its last byte arrives; queries split across reads are
-// recognised. A cursor position report advances the emulator to just after the query
-// first, so it reports the real position.
+// When given a reply function, the model also answers terminal queries: the answerer,
+// a goroutine owned by the model, follows the hub with its own cursor and Scanner —
+// which keeps up with any flood — and answers each query exactly once, when its last
+// byte arrives; queries split across reads are recognised. A cursor position report
+// advances the emulator to just after the query first, so it reports the real position.
+// The answerer runs only while there is output it has not scanned: the stream's
+// producer calls Kick after each Write, which starts it if none runs, and it ends once
+// it has caught up (after a flood, once the flood ended), at the end of the stream, or
+// at Close. So a quiet stream has no goroutine of the model.
 type Model struct {
 	hub   *broadcast.Hub
 	reply func([]byte)
-	quit  chan struct{}
-	done  chan struct{} // closed when the answerer ended (at once without a reply func)
+	quit  chan struct{} // closed by Close: ends an answerer waiting in a flood
 	once  sync.Once
 	// answered is the stream offset up to which the answerer has scanned, with every
 	// query before it answered (its reply handed to reply); MaxInt64 when nothing is
-	// owed (no answerer, or it ended).
+	// owed (no answerer, or the stream ended).
 	answered atomic.Int64
+
+	// run guards running and stopped; a leaf: nothing else is taken while it is held.
+	run     sync.Mutex
+	running bool           // an answerer goroutine runs
+	stopped bool           // Close was called or the stream ended: none starts again
+	wg      sync.WaitGroup // the running answerer, waited for by Close
+	// The answerer's cursor and scanner, used only by the running answerer (run hands
+	// them from one to the next).
+	aoff int64
+	asc  Scanner
 
 	mu         sync.Mutex // guards the fields below; held while the emulator catches up
 	term       *Terminal  // nil until first needed and after the end
@@ -73,47 +85,77 @@ type resize struct {
 }
 
 // Follow returns the model of h's stream for a rows×cols terminal. With a non-nil reply
-// it starts the answerer goroutine, which calls reply (from that goroutine, in stream
-// order; reply must not block for long) with the answer to every terminal query (see
-// Answer) the stream contains. During a flood the answerer reads per batch
-// (broadcast.Hub.NotifyBatch): a query is then answered when the hub's producer next
-// calls Flush (a session's reader does each time the output pauses), at the next batch
-// boundary or at Close, whichever comes first; the flood ends at a Flush that finds the
-// answerer caught up. Call Close to stop it.
+// the model answers every terminal query (see Answer) the stream contains, by calling
+// reply (from the answerer goroutine, in stream order; reply must not block for long);
+// the producer must then call Kick after each Write. During a flood the answerer reads
+// per batch (broadcast.Hub.NotifyBatch): a query is then answered when the hub's
+// producer next calls Flush (a session's reader does each time the output pauses), at
+// the next batch boundary or at Close, whichever comes first; the flood ends at a Flush
+// that finds the answerer caught up. Call Close once the stream ended. Follow starts no
+// goroutine.
 func Follow(h *broadcast.Hub, rows, cols int, reply func([]byte)) *Model {
-	m := &Model{hub: h, reply: reply, quit: make(chan struct{}), done: make(chan struct{}),
+	m := &Model{hub: h, reply: reply, quit: make(chan struct{}),
 		rows: max(rows, 1), cols: max(cols, 1)}
 	if reply == nil {
 		m.answered.Store(math.MaxInt64)
-		close(m.done)
-	} else {
-		go m.answer()
+		m.stopped = true
 	}
 	return m
+}
+
+// Kick tells the model that the stream has new output: it starts the answerer unless one
+// runs (which then finds the output before it stops), the model answers nothing, or it
+// was closed. The producer calls it after each Write; it takes a short mutex and, at the
+// first output after a pause, starts a goroutine. Safe for concurrent use.
+func (m *Model) Kick() {
+	m.run.Lock()
+	if m.running || m.stopped {
+		m.run.Unlock()
+		return
+	}
+	m.running = true
+	m.wg.Add(1)
+	m.run.Unlock()
+	go m.answer()
+}
+
+// idle ends the answerer's run if the stream has no output it has not scanned (checked
+// under run, so a Kick after a Write either sees the answerer running and the answerer
+// then sees the output, or starts the next one), or if the model was closed; it reports
+// whether the answerer ends.
+func (m *Model) idle(ended bool) bool {
+	m.run.Lock()
+	defer m.run.Unlock()
+	if ended {
+		m.stopped = true
+	} else if !m.stopped && m.hub.End() > m.aoff {
+		return false
+	}
+	m.running = false
+	return true
 }
 
 // scanBufs holds the answerers' scan buffers.
 var scanBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// answer is the answerer goroutine: it scans every byte of the stream once for queries.
-// It stops at the end of the stream or when quit is closed.
+// answer is the answerer goroutine, started by Kick: it scans every byte of the stream
+// once for queries, from where the last run stopped. It ends once caught up (see idle)
+// outside a flood, at the end of the stream (then no other starts), or when quit is
+// closed.
 func (m *Model) answer() {
-	defer close(m.done)
-	defer m.answered.Store(math.MaxInt64)
-	var sc Scanner
-	off := int64(0)
+	defer m.wg.Done()
+	sc, off := &m.asc, &m.aoff
 	// During a flood (see floodAfter) the answerer wakes per batch of output or when the
-	// output pauses (broadcast.Hub.NotifyBatch), not per pty read: a wake costs more than
-	// scanning a read, and a program that prints a query and waits for the answer has
-	// paused. Otherwise it wakes at every write, so that a query is answered (and
-	// AnsweredTo, which the waiting-for-input looks check, moves) as soon as it is printed.
+	// output pauses (broadcast.Hub.NotifyBatch), not per pty read: a wake (or a start)
+	// costs more than scanning a read, and a program that prints a query and waits for
+	// the answer has paused. Otherwise it ends when caught up and the next Write's Kick
+	// starts the next run, so that a query is answered (and AnsweredTo, which the
+	// waiting-for-input looks check, moves) as soon as it is printed.
 	flood := false
 	for {
 		var notify <-chan struct{}
 		if flood {
-			notify = m.hub.NotifyBatch(off)
-		} else {
-			notify = m.hub.Notify()
+			notify = m.hub.NotifyBatch(*off)
 		}
 		round := int64(0)
 		// The scan buffer is borrowed for the round and given back before waiting, so
@@ -121,30 +163,39 @@ func (m *Model) answer() {
 		bp := scanBufs.Get().(*[]byte)
 		buf := *bp
 		for {
-			n, missed, err := m.hub.ReadAt(buf, off)
+			n, missed, err := m.hub.ReadAt(buf, *off)
 			if missed > 0 { // fell out of the ring: a query split across the gap is lost
 				sc.Reset()
-				off += missed
-				m.answered.Store(off)
+				*off += missed
+				m.answered.Store(*off)
 			}
 			if n > 0 {
-				sc.Scan(buf[:n], off, m.onEvent)
-				off += int64(n)
-				m.answered.Store(off)
+				sc.Scan(buf[:n], *off, m.onEvent)
+				*off += int64(n)
+				m.answered.Store(*off)
 				round += int64(n)
 				continue
 			}
-			if err != nil {
+			if err != nil { // the end of the stream: nothing more is owed
 				scanBufs.Put(bp)
+				m.answered.Store(math.MaxInt64)
+				m.idle(true)
 				return
 			}
 			break
 		}
 		scanBufs.Put(bp)
 		flood = floodAfter(flood, round)
+		if !flood {
+			if m.idle(false) {
+				return
+			}
+			continue
+		}
 		select {
 		case <-notify:
 		case <-m.quit:
+			m.idle(true)
 			return
 		}
 	}
@@ -282,8 +333,12 @@ func (m *Model) catchUp() {
 // nothing.
 func (m *Model) Close() {
 	m.once.Do(func() {
+		m.run.Lock()
+		m.stopped = true
+		m.run.Unlock()
 		close(m.quit)
-		<-m.done
+		m.wg.Wait()
+		m.answered.Store(math.MaxInt64)
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		m.closed = true

@@ -3,6 +3,7 @@ package screen
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -270,12 +271,13 @@ func TestModelAnswers(t *testing.T) {
 	h := broadcast.New(0)
 	r := newReplies()
 	m := Follow(h, 24, 80, r.add)
-	h.Write([]byte("hello\r\nworld\x1b[6"))
-	h.Write([]byte("n more"))
-	h.Write([]byte("\x1b[c\x1b]11;?\x1b\\\x1b[5n\x1b[10;20H\x1b[6n"))
+	write := func(s string) { h.Write([]byte(s)); m.Kick() } // as a session's reader does
+	write("hello\r\nworld\x1b[6")
+	write("n more")
+	write("\x1b[c\x1b]11;?\x1b\\\x1b[5n\x1b[10;20H\x1b[6n")
 	h.Flush() // the producer pauses, as a session's reader says when a read finds nothing
 	got := r.wait(5)
-	h.Write([]byte("tail"))
+	write("tail")
 	h.Close()
 	m.Close()
 	want := []string{"\x1b[2;6R", "\x1b[?1;2c", "\x1b]11;rgb:0000/0000/0000\x1b\\", "\x1b[0n", "\x1b[10;20R"}
@@ -288,6 +290,39 @@ func TestModelAnswers(t *testing.T) {
 	s := m.Snapshot()
 	if s.Rows[0] != "hello" || s.Rows[1] != "world more" || s.Rows[9] != strings.Repeat(" ", 19)+"tail" {
 		t.Errorf("screen %q", s.Rows)
+	}
+}
+
+// TestAnswererEndsWhenCaughtUp: the answerer runs only while output waits to be
+// scanned: once it answered what was printed it ends (so a quiet stream has no
+// goroutine of the model), the next Kick starts it again from where it stopped, with a
+// query split across the pause still recognised, and Close finds nothing to stop.
+func TestAnswererEndsWhenCaughtUp(t *testing.T) {
+	t.Parallel()
+	h := broadcast.New(0)
+	r := newReplies()
+	m := Follow(h, 24, 80, r.add)
+	m.Kick() // nothing to scan yet: the run ends at once
+	m.wg.Wait()
+	h.Write([]byte("a\x1b[5n\x1b["))
+	m.Kick()
+	if got := r.wait(1); got[0] != "\x1b[0n" {
+		t.Fatalf("first answer %q", got[0])
+	}
+	m.wg.Wait() // ends only if the answerer stops once caught up
+	if m.running || m.AnsweredTo() != h.End() {
+		t.Fatalf("after the pause: running %v, answered to %d of %d", m.running, m.AnsweredTo(), h.End())
+	}
+	h.Write([]byte("6n"))
+	m.Kick()
+	if got := r.wait(2); got[1] != "\x1b[1;2R" {
+		t.Fatalf("the query split across the pause: answer %q", got[1])
+	}
+	m.wg.Wait()
+	h.Close()
+	m.Close()
+	if got := r.wait(0); len(got) != 2 || m.AnsweredTo() != math.MaxInt64 {
+		t.Errorf("after Close: %d answers, answered to %d", len(got), m.AnsweredTo())
 	}
 }
 

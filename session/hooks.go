@@ -11,6 +11,12 @@ func (s *Session) startFeatures(rows, cols int) {
 	s.scr = startScreen(s, rows, cols)
 }
 
+// noteOutput runs in the reader goroutine after each chunk of output went into the hub:
+// it starts the screen's query answerer if none runs (screen.Model.Kick).
+func (s *Session) noteOutput() {
+	s.scr.kick()
+}
+
 // noteInput runs in the writer goroutine just before data is written to the program.
 // hidden says the terminal had echo off (a password prompt): the data must not be stored.
 func (s *Session) noteInput(data []byte, hidden bool) {

@@ -201,3 +201,51 @@ func TestHistoryBoundedByBytes(t *testing.T) {
 		t.Errorf("%d ended sessions kept, %d bytes of output: want 2", len(l.Sessions), held)
 	}
 }
+
+// TestIdleSessionGoroutines: a session that printed, had a terminal query answered and
+// input typed, and now waits, keeps three goroutines: its reader, its exit waiter and its
+// transcript recorder. The writer, the query answerer and anything else of its exit wait
+// run only while they have work, and end once it is done.
+func TestIdleSessionGoroutines(t *testing.T) {
+	m, err := NewManager(Options{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	c := m.NewClient("t")
+	ctx := context.Background()
+	y := int64(30_000)
+	start := func() {
+		r, err := c.Exec(ctx, ExecRequest{Cmd: `printf 'ready\033[5n\n'; read -r x; echo "got $x"; exec sleep 1000`, WaitFor: "ready", YieldTimeMs: &y})
+		if err != nil || r.ReturnedBecause != BecausePattern {
+			t.Fatalf("exec: %v %+v", err, r)
+		}
+		// The query's answer and the typed line are read: the answerer and the writer
+		// both ran.
+		r, err = c.Write(ctx, WriteRequest{SessionID: r.SessionID, Chars: "typed\n", WaitFor: `got .*typed`, YieldTimeMs: &y})
+		if err != nil || r.ReturnedBecause != BecausePattern {
+			t.Fatalf("write: %v %+v", err, r)
+		}
+	}
+	// settled waits until at most want goroutines run: those of the sessions' work end
+	// on their own, shortly after the calls returned.
+	settled := func(want int) int {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			n := runtime.NumGoroutine()
+			if n <= want || time.Now().After(deadline) {
+				return n
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	start() // starts the reaper and the manager's own goroutines
+	g0 := runtime.NumGoroutine()
+	const n = 10
+	for range n {
+		start()
+	}
+	if g := settled(g0 + 3*n); g > g0+3*n {
+		t.Errorf("%d idle sessions keep %d goroutines, want at most 3 each", n, g-g0)
+	}
+}

@@ -20,8 +20,9 @@ type screenState struct {
 	m *screen.Model
 }
 
-// startScreen starts the screen model of s; on a pseudo-terminal it also starts the
-// query answerer. Answers go through the session's writer queue, so they keep their
+// startScreen starts the screen model of s; on a pseudo-terminal it also answers
+// terminal queries (its answerer runs while output waits to be scanned: the reader
+// kicks it, noteOutput). Answers go through the session's writer queue, so they keep their
 // order with the agent's input (a program waiting for an answer reads its input, so the
 // queue drains).
 func startScreen(s *Session, rows, cols int) *screenState {
@@ -35,6 +36,14 @@ func startScreen(s *Session, rows, cols int) *screenState {
 		}
 	}
 	return &screenState{m: screen.Follow(s.hub, rows, cols, reply)}
+}
+
+// kick tells the model of new output (the reader calls it after each chunk), which
+// starts the query answerer when it is not running.
+func (sc *screenState) kick() {
+	if sc != nil {
+		sc.m.Kick()
+	}
 }
 
 func (sc *screenState) resize(rows, cols int) {

@@ -255,6 +255,7 @@ func (s *Session) readLoop() {
 			s.hub.Write(buf[:n])
 			s.lastOut.Store(time.Now().UnixNano())
 			readBuffers.Put(buf)
+			s.noteOutput()
 		}
 		s.readHeld.Store(false)
 		if err != nil {
