@@ -54,11 +54,12 @@ type Spec struct {
 	// from /proc (ExitStatusOf) without waiting for the reaper, and must then call
 	// Release. Its exit channel then only reports the reaper's death.
 	Hold bool
-	// OnExit, if set, is called once, right after the leader's Exit was sent on its
-	// channel, from the reaper's goroutine, with no lock held; it must not block. With
+	// OnExit, if set, is called once with the leader's Exit, right after it was sent on
+	// the exit channel, from the reaper's goroutine, with no lock held; it must not block.
+	// A caller can so learn of the exit with no goroutine waiting on the channel. With
 	// Hold that happens only when the reaper dies: a caller waiting for the held leader
-	// another way (its pidfd) stops that wait then, with no goroutine on the channel.
-	OnExit func()
+	// another way (its pidfd) learns then that the wait is over.
+	OnExit func(Exit)
 }
 
 // Exit is the end of a leader: its raw wait status, or Err when the reaper died first.
@@ -79,19 +80,23 @@ type reply struct {
 // pendingCall is a call waiting for its reply; onExit is the Spec's OnExit of a spawn.
 type pendingCall struct {
 	ch     chan reply
-	onExit func()
+	onExit func(Exit)
 }
 
 // leaderExit is where a spawned leader's exit goes: its channel, then its OnExit.
 type leaderExit struct {
 	ch     chan Exit
-	onExit func()
+	onExit func(Exit)
 }
 
-// send gives the leader its exit; the caller calls onExit once it released r.mu.
+// send gives the leader its exit on the channel and returns the call of its OnExit (nil
+// without one), which the caller makes once it released r.mu.
 func (l leaderExit) send(e Exit) func() {
 	l.ch <- e
-	return l.onExit
+	if l.onExit == nil {
+		return nil
+	}
+	return func() { l.onExit(e) }
 }
 
 // Reaper is the manager's handle on its helper process. Safe for concurrent use.
@@ -250,7 +255,7 @@ func (r *Reaper) call(m *msg, fds []int) (reply, error) {
 
 // callSpawn is call; a spawn's reply registers the leader's exit with onExit (see
 // Spec.OnExit).
-func (r *Reaper) callSpawn(m *msg, fds []int, onExit func()) (reply, error) {
+func (r *Reaper) callSpawn(m *msg, fds []int, onExit func(Exit)) (reply, error) {
 	ch := make(chan reply, 1)
 	r.mu.Lock()
 	if r.dead {

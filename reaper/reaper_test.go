@@ -3,6 +3,7 @@ package reaper
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -320,5 +321,49 @@ func TestOrphansFoundWithoutListingLeaders(t *testing.T) {
 	waitGone(t, []int{esc})
 	if got := alive(idle); len(got) != len(idle) {
 		t.Errorf("idle leaders alive %v of %v", got, idle)
+	}
+}
+
+// TestOnExitCalled: Spec.OnExit gets the leader's Exit, the same the exit channel has,
+// once; for a held leader it is called when the reaper dies, with ErrDead, so a caller
+// needs no goroutine on the channel to learn either.
+func TestOnExitCalled(t *testing.T) {
+	r := startReaper(t)
+	spawn := func(tag, script string, hold bool) (int, <-chan Exit, chan Exit) {
+		m, slave, err := pty.Open(24, 80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		got := make(chan Exit, 2)
+		env := append(os.Environ(), EnvSession+"="+tag)
+		pid, exit, err := r.Spawn(Spec{Path: "/bin/sh", Argv: []string{"sh", "-c", script}, Env: env, Ctty: true,
+			Tag: tag, Hold: hold, OnExit: func(e Exit) { got <- e }}, slave, slave, slave)
+		slave.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pid, exit, got
+	}
+	_, exit, got := spawn("onexit", "exit 3", false)
+	e := <-got
+	if st := pty.DecodeWaitStatus(e.Status); st.Code != 3 || e.Err != nil {
+		t.Errorf("OnExit got %+v (%v), want exit code 3", st, e.Err)
+	}
+	if c := <-exit; c.Status != e.Status {
+		t.Errorf("the channel has status %v, OnExit got %v", c.Status, e.Status)
+	}
+	pid, _, got := spawn("onexit-held", "exec sleep 1000", true)
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	if err := syscall.Kill(r.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if e := <-got; !errors.Is(e.Err, ErrDead) {
+		t.Errorf("held leader, reaper killed: OnExit got %+v, want ErrDead", e)
+	}
+	select {
+	case e := <-got:
+		t.Errorf("OnExit called twice: %+v", e)
+	default:
 	}
 }

@@ -24,23 +24,31 @@
 //
 // # Goroutines: owner and end
 //
-// Per session, started by its spawn and owned by the session:
-//   - the reader (readLoop) moves output into the hub; it stops at EOF/EIO or when the
-//     output is closed (teardown, or the exit's grace passing while something still holds
-//     the terminal);
-//   - the writer (writeLoop) writes the input queue to the terminal; it stops when quit is
-//     closed (teardown);
-//   - the exit waiter (waitExit) waits for the reaper's exit status, records it, waits for
-//     the output to drain, and tears the session down; it ends then;
-//   - the features' goroutines (the screen's query answerer, the transcript recorder) are
-//     started by startFeatures and stopped by stopFeatures (at teardown); each ends once
-//     the output has ended and it wrote or answered what it owes.
+// Per session, owned by the session. An idle session has two: its reader and its
+// recorder; the others run only while they have work.
+//   - the reader (readLoop), started by the spawn, moves output into the hub; it stops at
+//     EOF/EIO or when the output is closed (teardown, or the exit's grace passing while
+//     something still holds the terminal);
+//   - the writer (writeLoop) writes the input queue to the terminal; enqueue starts it
+//     when the queue gets work and none runs, and it ends once the queue is empty or quit
+//     is closed (teardown);
+//   - the exit path (waitExit) is started once the leader's end is known (tellEnd): the
+//     reaper reports it (reaper.Spec.OnExit), or, for a held leader, heldExits' one
+//     goroutine for all sessions sees its pidfd readable (held_native.go); no goroutine
+//     of the session waits meanwhile. It records the exit, waits for the output to drain,
+//     and tears the session down; it ends then;
+//   - the transcript recorder is started by startFeatures and stopped by stopFeatures (at
+//     teardown); it ends once the output has ended and it wrote what it owes;
+//   - the screen's query answerer runs while there is output it has not scanned: the
+//     reader starts it (noteOutput, screen.Model.Kick), and it ends once caught up, or at
+//     stopFeatures.
 //
 // Per call: Wait and Watch run one watcher goroutine per session, owned by the call and
 // ended by its context (cancelled when the call returns); Manager.Close and Client.Close
 // run one killer per session and wait for them. Per manager: watchReaper waits for the
 // reaper's death (it ends with the reaper), and the registry's sweep of stale entries
-// ends after one pass.
+// ends after one pass. Per process: heldExits' goroutine waits for held leaders' exits;
+// it runs while at least one is watched and ends when the last one left the set.
 //
 // A call never waits past its deadline on a goroutine of the session: collect (the
 // follow loop in follow.go, its reading in collect.go, its decisions in the decider) is
@@ -48,7 +56,7 @@
 //
 // # Lock order
 //
-// The package has 14 mutexes. Where two are held at once, they are taken in this order
+// The package has 15 mutexes. Where two are held at once, they are taken in this order
 // (an outer one first); each is documented in this order where it is declared:
 //
 //  1. Session.collectMu (the agent cursor; held for a whole collect)
@@ -61,7 +69,8 @@
 //
 // The others are leaves: nothing else is taken while one is held. They are
 // Manager.rmu (the reaper and the manager's faults; taken under Client.mu), Session.qmu
-// (the input queue), Session.matchMu (the patterns matched), askState.mu (a pending ask),
+// (the input queue and whether a writer runs), heldWatch.mu (the watched pidfds of held
+// leaders), Session.matchMu (the patterns matched), askState.mu (a pending ask),
 // recorder.mu (a transcript's queued events), recorders.mu (the live recorders), and
 // pruneMu (the last retention pass per directory).
 package session

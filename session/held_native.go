@@ -4,57 +4,175 @@ package session
 
 import (
 	"os"
-	"syscall"
-	"time"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/ptyhub/ptyhub/reaper"
 )
 
-// awaitHeld waits for a held leader to exit and returns its status, read from /proc
-// without a round trip through the reaper (the leader stays a zombie until released, so
-// its pid cannot be reused meanwhile). ok is false when that did not work; dead is set
-// when the reaper died first. It runs in the exit waiter and starts no goroutine: the
-// reaper's death wakes the wait through wakeHeld (the spawn's reaper.Spec.OnExit).
-func (s *Session) awaitHeld(exit <-chan reaper.Exit) (ws syscall.WaitStatus, ok bool, dead *reaper.Exit) {
-	fd, err := unix.PidfdOpen(s.pid, unix.PIDFD_NONBLOCK)
-	if err != nil {
-		return 0, false, nil
-	}
-	f := os.NewFile(uintptr(fd), "pidfd")
-	defer f.Close()
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return 0, false, nil
-	}
-	// Published before the exit channel is looked at: either wakeHeld finds the pidfd
-	// (and ends its wait), or the reaper's death was sent before it, and is seen below.
-	s.heldFD.Store(f)
-	defer s.heldFD.Store(nil)
-	select {
-	case e := <-exit:
-		return 0, false, &e
-	default:
-	}
-	// The pidfd becomes readable when the process exits.
-	rc.Read(func(fd uintptr) bool {
-		n, _ := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
-		return n > 0
-	})
-	select {
-	case e := <-exit:
-		return 0, false, &e
-	default:
-	}
-	ws, ok = reaper.ExitStatusOf(s.pid)
-	return ws, ok, nil
+// heldExits waits for the exit of every held leader of the process's sessions (a held
+// leader stays a zombie until released, so its pid is not reused meanwhile) with one
+// goroutine for all of them: an epoll set of their pidfds, itself waited for through
+// the runtime's poller, instead of a goroutine per session.
+var heldExits heldWatch
+
+// heldWatch is an epoll set of held leaders' pidfds. Its goroutine (run) is owned by
+// the watch and runs while the set is not empty: the first add starts it, and it ends
+// once the last pidfd left the set (its leader exited, or the session stopped watching).
+type heldWatch struct {
+	mu    sync.Mutex // guards the fields below; a leaf of the lock order (doc.go)
+	ep    *os.File   // the epoll fd; nil while the set is empty
+	waits map[int32]heldEntry
+	gen   int32 // the last entry's generation
 }
 
-// wakeHeld ends awaitHeld's wait: the reaper died, so its exit channel has the news. It
-// is the held spawn's reaper.Spec.OnExit; it does not block.
-func (s *Session) wakeHeld() {
-	if f := s.heldFD.Load(); f != nil {
-		f.SetReadDeadline(time.Unix(1, 0)) // in the past: the pending read returns
+// heldEntry is a watched pidfd's session. gen tells it from an earlier entry of the same
+// fd number (closed and reused while the goroutine held an event for it): the epoll
+// event carries it.
+type heldEntry struct {
+	s   *Session
+	gen int32
+}
+
+// add puts s's leader's pidfd into the set: once the leader exited, the watch's goroutine
+// takes it out, closes it and tells s (Session.tellEnd).
+func (w *heldWatch) add(fd int, s *Session) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ep == nil {
+		ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			return err
+		}
+		if err := unix.SetNonblock(ep, true); err != nil {
+			unix.Close(ep)
+			return err
+		}
+		w.ep = os.NewFile(uintptr(ep), "epoll")
+		w.waits = map[int32]heldEntry{}
+		go w.run(w.ep)
+	}
+	w.gen++
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd), Pad: w.gen}
+	rc, err := w.ep.SyscallConn()
+	if err == nil {
+		rc.Control(func(ep uintptr) { err = unix.EpollCtl(int(ep), unix.EPOLL_CTL_ADD, fd, &ev) })
+	}
+	if err != nil {
+		w.closeIfEmptyLocked()
+		return err
+	}
+	w.waits[int32(fd)] = heldEntry{s, w.gen}
+	return nil
+}
+
+// remove takes s's pidfd out of the set and closes it, if it is still there (a fired
+// one was removed by the goroutine).
+func (w *heldWatch) remove(fd int, s *Session) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.waits[int32(fd)].s != s {
+		return
+	}
+	w.dropLocked(int32(fd))
+	w.closeIfEmptyLocked()
+}
+
+// dropLocked takes fd out of the set and closes it. w.mu must be held.
+func (w *heldWatch) dropLocked(fd int32) {
+	delete(w.waits, fd)
+	if rc, err := w.ep.SyscallConn(); err == nil {
+		rc.Control(func(ep uintptr) { unix.EpollCtl(int(ep), unix.EPOLL_CTL_DEL, int(fd), nil) })
+	}
+	unix.Close(int(fd))
+}
+
+// closeIfEmptyLocked closes the epoll fd once the set is empty, which ends the
+// goroutine's wait. w.mu must be held.
+func (w *heldWatch) closeIfEmptyLocked() {
+	if len(w.waits) == 0 {
+		w.ep.Close()
+		w.ep, w.waits = nil, nil
+	}
+}
+
+// run is the watch's goroutine for the epoll fd ep: it tells each session whose leader
+// exited. It ends when ep is closed (the set became empty).
+func (w *heldWatch) run(ep *os.File) {
+	rc, err := ep.SyscallConn()
+	if err != nil {
+		w.abandon(ep)
+		return
+	}
+	var evs [16]unix.EpollEvent
+	for {
+		n := 0
+		if err := rc.Read(func(fd uintptr) bool {
+			n, _ = unix.EpollWait(int(fd), evs[:], 0)
+			return n > 0
+		}); err != nil {
+			w.abandon(ep) // nothing left to abandon when ep was closed for being empty
+			return
+		}
+		var fired []*Session
+		w.mu.Lock()
+		if w.ep != ep {
+			w.mu.Unlock()
+			return
+		}
+		for _, ev := range evs[:max(n, 0)] {
+			if e, ok := w.waits[ev.Fd]; ok && e.gen == ev.Pad {
+				w.dropLocked(ev.Fd)
+				fired = append(fired, e.s)
+			}
+		}
+		w.closeIfEmptyLocked()
+		w.mu.Unlock()
+		for _, s := range fired {
+			s.tellEnd(endZombie, reaper.Exit{})
+		}
+	}
+}
+
+// abandon empties the set of ep, which cannot be waited for: each session in it asks the
+// reaper instead (Release waits for the exit). Nothing is left when ep was closed.
+func (w *heldWatch) abandon(ep *os.File) {
+	var left []*Session
+	w.mu.Lock()
+	if w.ep == ep {
+		for fd, e := range w.waits {
+			w.dropLocked(fd)
+			left = append(left, e.s)
+		}
+		w.closeIfEmptyLocked()
+	}
+	w.mu.Unlock()
+	for _, s := range left {
+		s.tellEnd(endAsk, reaper.Exit{})
+	}
+}
+
+// watchHeld starts waiting for the held leader's exit (heldExits); when that cannot be
+// done, the exit path is started at once and asks the reaper (Release waits for the
+// exit).
+func (s *Session) watchHeld() {
+	fd, err := unix.PidfdOpen(s.pid, unix.PIDFD_NONBLOCK)
+	if err == nil {
+		if err = heldExits.add(fd, s); err != nil {
+			unix.Close(fd)
+		}
+	}
+	if err != nil {
+		s.tellEnd(endAsk, reaper.Exit{})
+		return
+	}
+	s.heldFD.Store(int32(fd) + 1)
+}
+
+// unwatchHeld ends the wait of watchHeld, if it still runs (the reaper died first).
+func (s *Session) unwatchHeld() {
+	if fd := s.heldFD.Load(); fd > 0 {
+		heldExits.remove(int(fd-1), s)
 	}
 }

@@ -2,17 +2,12 @@
 
 package session
 
-import (
-	"syscall"
+import "github.com/ptyhub/ptyhub/reaper"
 
-	"github.com/ptyhub/ptyhub/reaper"
-)
+// watchHeld is never called on the portable paths: the reaper does not hold leaders there
+// (reaper.CanReadExitStatus is false), so every exit status comes from the reaper's
+// wait4. Were it called, the exit path would ask the reaper (Release).
+func (s *Session) watchHeld() { s.tellEnd(endAsk, reaper.Exit{}) }
 
-// awaitHeld is never called on the portable paths: the reaper does not hold leaders there
-// (reaper.CanReadExitStatus is false), so every exit status comes from the reaper's wait4.
-func (s *Session) awaitHeld(<-chan reaper.Exit) (syscall.WaitStatus, bool, *reaper.Exit) {
-	return 0, false, nil
-}
-
-// wakeHeld is never called on the portable paths (no leader is held there).
-func (s *Session) wakeHeld() {}
+// unwatchHeld does nothing: no leader is held on the portable paths.
+func (s *Session) unwatchHeld() {}

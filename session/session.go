@@ -52,9 +52,15 @@ type Session struct {
 	rp          atomic.Pointer[reaper.Reaper]
 	leaderStart uint64 // the leader's start time (proc.StartTime), set by spawn
 
-	// heldFD is the held leader's pidfd while the exit waiter waits on it (awaitHeld), so
-	// the reaper's death can end that wait (wakeHeld).
-	heldFD atomic.Pointer[os.File]
+	// The leader's end, as told (tellEnd) by the reaper (OnExit) or by the wait for a
+	// held leader's exit (watchHeld): endHow and endExit are written once, before the
+	// second of exitGate's two adds, which starts the exit path (waitExit).
+	endTold  atomic.Bool
+	exitGate atomic.Int32 // 2 once the spawn is done and the end is known
+	endHow   endHow
+	endExit  reaper.Exit
+	// heldFD is the held leader's pidfd + 1 while heldExits watches it (0: none).
+	heldFD atomic.Int32
 
 	exited  chan struct{} // closed once the exit status is recorded
 	drained chan struct{} // closed when the reader reached the end of output
@@ -206,10 +212,8 @@ func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
 	}
 	s.rp.Store(rp)
 	spec.Hold = hold
-	if hold {
-		spec.OnExit = s.wakeHeld
-	}
-	pid, exit, err := rp.Spawn(spec, childIn, childOut, childOut)
+	spec.OnExit = func(e reaper.Exit) { s.tellEnd(endReported, e) }
+	pid, _, err := rp.Spawn(spec, childIn, childOut, childOut)
 	childIn.Close()
 	if childOut != childIn {
 		childOut.Close()
@@ -226,8 +230,39 @@ func (s *Session) spawn(spec reaper.Spec, rows, cols int) error {
 	s.m.reg.add(s)
 	s.startFeatures(rows, cols)
 	go s.readLoop()
-	go s.waitExit(exit, spec.Hold)
+	if hold {
+		s.watchHeld()
+	}
+	s.exitReady()
 	return nil
+}
+
+// endHow says how the leader's end was told (tellEnd).
+type endHow uint8
+
+const (
+	endReported endHow = iota + 1 // the reaper reported it (endExit): its status, or its own death
+	endZombie                     // the held leader exited: its status is readable from /proc
+	endAsk                        // the held leader's exit cannot be watched: ask the reaper
+)
+
+// tellEnd records how the leader ended (only the first telling counts) and starts the
+// exit path once the spawn is done too. It does not block: the reaper's and heldExits'
+// goroutines call it.
+func (s *Session) tellEnd(how endHow, e reaper.Exit) {
+	if !s.endTold.CompareAndSwap(false, true) {
+		return
+	}
+	s.endHow, s.endExit = how, e
+	s.exitReady()
+}
+
+// exitReady is called once by the spawn when the session's goroutines run and once by
+// tellEnd: the second starts the exit path.
+func (s *Session) exitReady() {
+	if s.exitGate.Add(1) == 2 {
+		go s.waitExit()
+	}
 }
 
 // readBuffers lend the session readers their read buffers: a reader takes one only when
@@ -404,15 +439,17 @@ func (s *Session) enqueueJob(job *writeJob) (*writeJob, error) {
 }
 
 // waitExit records the leader's exit, then sweeps what is left of the session's tree and
-// tears the session down. Owned by the session; ends after teardown.
-func (s *Session) waitExit(exit <-chan reaper.Exit, held bool) {
+// tears the session down. It is the session's exit path, started by exitReady once the
+// leader's end is known (no goroutine of the session waits for it meanwhile). Owned by
+// the session; ends after teardown.
+func (s *Session) waitExit() {
+	s.unwatchHeld()
 	var e reaper.Exit
-	if held {
-		ws, ok, dead := s.awaitHeld(exit)
-		switch {
-		case dead != nil:
-			e = *dead
-		case ok:
+	switch s.endHow {
+	case endReported:
+		e = s.endExit
+	case endZombie:
+		if ws, ok := reaper.ExitStatusOf(s.pid); ok {
 			e.Status = ws
 			e.Survivors = s.rp.Load().Survivors(s.uuid)
 			// Reaping and sweeping happen aside: nothing on the exit path waits for them.
@@ -421,14 +458,14 @@ func (s *Session) waitExit(exit <-chan reaper.Exit, held bool) {
 					s.m.log.Warn("release", "session", s.id, "err", err)
 				}
 			}()
-		default:
-			var err error
-			if e, err = s.rp.Load().Release(s.uuid, s.pid); err != nil {
-				e.Err = err
-			}
+			break
 		}
-	} else {
-		e = <-exit
+		fallthrough
+	default:
+		var err error
+		if e, err = s.rp.Load().Release(s.uuid, s.pid); err != nil {
+			e.Err = err
+		}
 	}
 	if e.Err != nil {
 		// The reaper died with the program still running: nothing else will end what it
