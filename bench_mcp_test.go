@@ -65,20 +65,22 @@ func BenchmarkMCPREPLTurn(b *testing.B) {
 	req := func(n int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"write_stdin","arguments":{"session_id":%q,"chars":"1+1\n","wait_for":">>> $"}}}`, n, id)
 	}
-	reqs := make([]string, 0, 1024)
+	reqs := make([]string, 1024)
+	next := len(reqs) // the index of the next request line made ahead
 	n := 2
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(reqs) == 0 {
+		if next == len(reqs) {
 			b.StopTimer()
-			for range cap(reqs) {
-				reqs = append(reqs, req(n))
+			for i := range reqs {
+				reqs[i] = req(n)
 				n++
 			}
+			next = 0
 			b.StartTimer()
 		}
-		r := call(reqs[0])
-		reqs = reqs[1:]
+		r := call(reqs[next])
+		next++
 		if !strings.Contains(r, `"returned_because":"pattern"`) {
 			b.Fatalf("turn: %s", r)
 		}
