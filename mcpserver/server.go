@@ -28,6 +28,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -63,6 +64,12 @@ type Server struct {
 	sem  chan struct{}
 	res  *resources // resources.go: sessions as MCP resources
 
+	// tools holds each tool's handler as registered with the SDK (addTool), for the
+	// calls LineTransport serves itself (fast.go). Written only by New.
+	tools map[string]mcp.ToolHandler
+	// sdkOnly sends every call through the SDK (for tests comparing both paths).
+	sdkOnly bool
+
 	// base ends every in-flight call when Serve's context ends (the SDK does not cancel
 	// handlers on its own shutdown; it waits for them).
 	base     context.Context
@@ -84,7 +91,8 @@ func New(svc session.Service, opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, opts: opts, log: log, sem: make(chan struct{}, opts.MaxInFlight)}
+	s := &Server{svc: svc, opts: opts, log: log, sem: make(chan struct{}, opts.MaxInFlight),
+		tools: map[string]mcp.ToolHandler{}}
 	s.base, s.shutdown = context.WithCancel(context.Background())
 	s.res = newResources(s)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "ptyhub", Title: "ptyhub", Version: opts.Version},
@@ -111,13 +119,23 @@ func New(svc session.Service, opts Options) *Server {
 // Options.ShutdownTimeout for them to answer. Sessions are not touched: closing the
 // service is the caller's job.
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
+	lt, _ := t.(*LineTransport)
+	var live atomic.Pointer[mcp.ServerSession] // set once Connect returns
+	if lt != nil {
+		// The transport serves the tools/call requests it can answer whole (fast.go);
+		// until the session is known, every call goes to the SDK.
+		lt.calls = func(params json.RawMessage) (func(context.Context) (mcp.Result, error), bool) {
+			return s.fastCall(live.Load(), params)
+		}
+	}
 	ss, err := s.mcp.Connect(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("mcp connect: %w", err)
 	}
+	live.Store(ss)
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }() // ends when the connection is fully closed
-	if lt, ok := t.(*LineTransport); ok {
+	if lt != nil {
 		// At the end of the input every request read is still answered (the transport
 		// waits for that before it reports the end); calls still waiting stop waiting
 		// and answer with what they have, as at shutdown. Ends when Serve returns.
@@ -146,7 +164,13 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	}
 	s.shutdown()
 	closed := make(chan struct{})
-	go func() { ss.Close(); close(closed) }() // ends when in-flight calls have answered
+	go func() { // ends when in-flight calls have answered
+		ss.Close()
+		if lt != nil {
+			lt.waitCalls()
+		}
+		close(closed)
+	}()
 	timer := time.NewTimer(s.opts.ShutdownTimeout)
 	defer timer.Stop()
 	select {
