@@ -10,13 +10,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/ptyhub/ptyhub/session"
 )
+
+// triple is the per-request _meta of the sessionless protocol, as the Go SDK's client
+// sends it on every call.
+const triple = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}`
 
 // fastScript drives one server through the same tools/call lines and returns every line
 // it wrote, in order. sdkOnly sends every call through the SDK; otherwise the transport
 // serves the calls it can. It also returns how many calls the transport served itself.
-func fastScript(t *testing.T, sdkOnly bool) ([]string, int64) {
+// The client starts with initialize at version (or, version "discover", with
+// server/discover, then sends the sessionless protocol's triple in every call's _meta).
+func fastScript(t *testing.T, sdkOnly bool, version string) ([]string, int64) {
 	t.Helper()
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
@@ -91,16 +99,29 @@ func fastScript(t *testing.T, sdkOnly bool) ([]string, int64) {
 		}
 		panic("unreachable")
 	}
+	discover := version == "discover"
 	callLine := func(id, params string) string {
+		if discover {
+			if strings.Contains(params, `"_meta":{`) {
+				params = strings.Replace(params, `"_meta":{`, `"_meta":{`+triple+`,`, 1)
+			} else if strings.HasPrefix(params, "{") && params != "{}" {
+				params = `{"_meta":{` + triple + `},` + params[1:]
+			}
+		}
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`
 	}
 
 	// A call before initialize.
 	send(callLine("1", `{"name":"write_stdin","arguments":{"session_id":"1","chars":"x"}}`))
 	recv()
-	send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
-	recv()
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if discover {
+		send(`{"jsonrpc":"2.0","id":"init","method":"server/discover","params":{"_meta":{` + triple + `}}}`)
+		recv()
+	} else {
+		send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+		recv()
+		send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	}
 
 	for i, params := range []string{
 		`{"name":"write_stdin","arguments":{"session_id":"1","chars":"1+1\n","wait_for":">>> $"}}`,
@@ -127,6 +148,13 @@ func fastScript(t *testing.T, sdkOnly bool) ([]string, int64) {
 		`{"arguments":{}}`,
 		`[]`,
 		`{"name":"write_stdin","arguments":{"session_id":"1","chars":"a","chars":"b"}}`,
+		`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"},"arguments":{}}`,
+		`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}},"arguments":{}}`,
+		`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"arguments":{}}`,
+		`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"arguments":{}}`,
+		`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":null},"arguments":{}}`,
+		`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":5}},"arguments":{}}`,
+		`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":5}},"arguments":{}}`,
 	} {
 		for _, id := range []string{fmt.Sprint(100 + i), `"s` + fmt.Sprint(i) + `"`} {
 			send(callLine(id, params))
@@ -158,17 +186,27 @@ func fastScript(t *testing.T, sdkOnly bool) ([]string, int64) {
 
 // The transport's own path for tools/call answers every call exactly as the SDK's path
 // does: valid calls, unknown tools, missing, invalid, extra and null arguments, odd
-// params, a call before initialize, a cancelled call, progress notifications, and the
-// client's ids of every shape.
+// params and _meta, a call before initialize, a cancelled call, progress notifications,
+// and the client's ids of every shape; for a client of the classic protocol, one that
+// initialized with the multi-round-trip version, and one of the sessionless protocol.
 func TestFastPathMatchesSDK(t *testing.T) {
 	t.Parallel()
-	fast, nFast := fastScript(t, false)
-	slow, nSlow := fastScript(t, true)
+	for _, version := range []string{"2025-06-18", "2026-07-28", "discover"} {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			fastMatchesSDK(t, version)
+		})
+	}
+}
+
+func fastMatchesSDK(t *testing.T, version string) {
+	fast, nFast := fastScript(t, false, version)
+	slow, nSlow := fastScript(t, true, version)
 	if nSlow != 0 {
 		t.Errorf("%d calls took the fast path with it switched off", nSlow)
 	}
 	t.Logf("%d calls on the fast path", nFast)
-	if nFast < 30 {
+	if nFast < 35 {
 		t.Errorf("only %d calls took the fast path", nFast)
 	}
 	if len(fast) != len(slow) {
@@ -181,9 +219,18 @@ func TestFastPathMatchesSDK(t *testing.T) {
 	}
 	// The script did exercise what it means to.
 	all := strings.Join(fast, "")
-	for _, want := range []string{"invalid during session initialization", "Invalid arguments for write_stdin",
+	wants := []string{"Invalid arguments for write_stdin",
 		`unknown tool \"no_such_tool\"`, "the call was cancelled", `"progressToken":"tok-1"`, `"progressToken":7`,
-		"ignored justification, sandbox_permissions", `\u003cb\u003e\u0026`} {
+		"ignored justification, sandbox_permissions", `\u003cb\u003e\u0026`}
+	if version == "discover" {
+		wants = append(wants, mcp.MetaKeyServerInfo) // the call before discover is served
+	} else {
+		wants = append(wants, "invalid during session initialization")
+	}
+	if version != "2025-06-18" {
+		wants = append(wants, `"resultType":"complete"`)
+	}
+	for _, want := range wants {
 		if !strings.Contains(all, want) {
 			t.Errorf("no response contains %q", want)
 		}
@@ -193,5 +240,50 @@ func TestFastPathMatchesSDK(t *testing.T) {
 	}
 	if json.Unmarshal([]byte(fast[2]), &resp) != nil || !strings.Contains(string(resp.Result), `"structuredContent"`) {
 		t.Errorf("the first call's response has no structured content: %s", fast[2])
+	}
+}
+
+// goClient connects the Go SDK's client to srv over pipes, as `ptyhub mcp` is reached,
+// and returns it with the transport srv serves.
+func goClient(tb testing.TB, srv *Server) (*mcp.ClientSession, *LineTransport) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	lt := &LineTransport{In: inR, Out: outW}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, lt); outW.Close() }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil).
+		Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		cs.Close()
+		cancel()
+		select {
+		case <-served:
+		case <-time.After(20 * time.Second):
+			tb.Error("Serve did not return")
+		}
+	})
+	return cs, lt
+}
+
+// The Go SDK's own client (which sends the sessionless protocol's _meta triple with
+// every call) is served on the fast path.
+func TestFastPathGoClient(t *testing.T) {
+	t.Parallel()
+	svc := &fakeService{write: func(_ context.Context, r session.WriteRequest) (*session.Result, error) {
+		return &session.Result{SessionID: r.SessionID, State: session.StateRunning, Output: "2\n>>> "}, nil
+	}}
+	cs, lt := goClient(t, New(svc, Options{}))
+	res := call(t, cs, "write_stdin", map[string]any{"session_id": "1", "chars": "1+1\n"})
+	if res.IsError || !strings.Contains(text(res), ">>> ") {
+		t.Fatalf("write_stdin: %s", text(res))
+	}
+	if n := lt.conn.fastCalls.Load(); n != 1 {
+		t.Errorf("%d calls on the fast path, want 1", n)
 	}
 }

@@ -61,6 +61,7 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	mcp  *mcp.Server
+	impl *mcp.Implementation // the server's name and version, as the SDK reports them
 	sem  chan struct{}
 	res  *resources // resources.go: sessions as MCP resources
 
@@ -95,7 +96,8 @@ func New(svc session.Service, opts Options) *Server {
 		tools: map[string]mcp.ToolHandler{}}
 	s.base, s.shutdown = context.WithCancel(context.Background())
 	s.res = newResources(s)
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "ptyhub", Title: "ptyhub", Version: opts.Version},
+	s.impl = &mcp.Implementation{Name: "ptyhub", Title: "ptyhub", Version: opts.Version}
+	s.mcp = mcp.NewServer(s.impl,
 		&mcp.ServerOptions{
 			Instructions: instructions,
 			Logger:       log,
@@ -124,7 +126,7 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	if lt != nil {
 		// The transport serves the tools/call requests it can answer whole (fast.go);
 		// until the session is known, every call goes to the SDK.
-		lt.calls = func(params json.RawMessage) (func(context.Context) (mcp.Result, error), bool) {
+		lt.calls = func(params json.RawMessage) (func(context.Context) (json.RawMessage, error), bool) {
 			return s.fastCall(live.Load(), params)
 		}
 	}

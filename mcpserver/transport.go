@@ -60,9 +60,9 @@ type LineTransport struct {
 
 	// calls, when set (by Server.Serve, before Connect), is offered every tools/call
 	// request: ok true means it serves the call whole (run is called in a goroutine of
-	// the transport's, and its result or error is sent as the response, with the
-	// client's id); ok false leaves the call to the server behind the transport.
-	calls func(params json.RawMessage) (run func(context.Context) (mcp.Result, error), ok bool)
+	// the transport's, and its result — JSON — or error is sent as the response, with
+	// the client's id); ok false leaves the call to the server behind the transport.
+	calls func(params json.RawMessage) (run func(context.Context) (json.RawMessage, error), ok bool)
 }
 
 // InputEnded returns a channel closed when the input has ended (after Connect; nil
@@ -132,7 +132,7 @@ type lineConn struct {
 	// context is cancelled by the client's notifications/cancelled). fast holds the
 	// cancel function of each one running, by our id (under mu); such a call is in
 	// pending too, so the input's end waits for its answer.
-	calls     func(params json.RawMessage) (run func(context.Context) (mcp.Result, error), ok bool)
+	calls     func(params json.RawMessage) (run func(context.Context) (json.RawMessage, error), ok bool)
 	fast      map[int64]context.CancelFunc
 	served    sync.WaitGroup
 	fastCalls atomic.Int64 // how many calls the transport served itself
@@ -147,7 +147,7 @@ func (t *LineTransport) waitCalls() {
 }
 
 // serveCall runs a call the transport serves itself and writes its response.
-func (c *lineConn) serveCall(ctx context.Context, cancel context.CancelFunc, n int64, run func(context.Context) (mcp.Result, error)) {
+func (c *lineConn) serveCall(ctx context.Context, cancel context.CancelFunc, n int64, run func(context.Context) (json.RawMessage, error)) {
 	defer c.served.Done()
 	res, err := run(ctx)
 	cancel()
@@ -156,7 +156,7 @@ func (c *lineConn) serveCall(ctx context.Context, cancel context.CancelFunc, n i
 	c.mu.Unlock()
 	id, _ := jsonrpc.MakeID(float64(n))
 	// A failed write is the output's failure; the SDK's own next write reports it.
-	_ = c.Write(context.Background(), fastResponse(id, res, err))
+	_ = c.Write(context.Background(), &jsonrpc.Response{ID: id, Result: res, Error: err})
 }
 
 func (c *lineConn) SessionID() string { return "" }
