@@ -369,7 +369,7 @@ func normalizeArguments(tool string, args json.RawMessage) (json.RawMessage, []s
 			hasExtra = true
 		}
 	}
-	if !hasExtra && !bytes.Contains(args, []byte("null")) && !bytes.Contains(args, []byte(`"session_id`)) {
+	if !hasExtra && !bytes.Contains(args, []byte("null")) && !numericID(args) {
 		return args, nil
 	}
 	var m map[string]json.RawMessage
@@ -421,6 +421,31 @@ func normalizeArguments(tool string, args json.RawMessage) (json.RawMessage, []s
 		return args, ignored
 	}
 	return out, ignored
+}
+
+// numericID reports whether args may give a session id as a number: a "session_id" key
+// whose value starts with a digit, or a "session_ids" list. It looks at the bytes only
+// (a key inside a string value can make it say yes; then normalizeArguments decodes the
+// arguments to find out), so that the common call, with its id as a string, is not
+// decoded twice.
+func numericID(args []byte) bool {
+	if bytes.Contains(args, []byte(`"session_ids"`)) {
+		return true
+	}
+	key := []byte(`"session_id"`)
+	for rest := args; ; {
+		i := bytes.Index(rest, key)
+		if i < 0 {
+			return false
+		}
+		rest = bytes.TrimLeft(rest[i+len(key):], " \t\r\n")
+		if len(rest) > 0 && rest[0] == ':' {
+			v := bytes.TrimLeft(rest[1:], " \t\r\n")
+			if len(v) > 0 && v[0] >= '0' && v[0] <= '9' {
+				return true
+			}
+		}
+	}
 }
 
 // requestKey carries a tool call's request in its context (ask_human elicits through
