@@ -10,10 +10,12 @@
 // checks (ranges, regexes, ids) are the service's; its errors become tool errors
 // (isError: true) with a hint of what to do next.
 //
-// Calls are served concurrently (the SDK runs each call in its own goroutine), so a long
-// yield never holds up another call; MCP cancellation cancels the call's context, which
-// stops the service's wait but not the session. Run serves stdio through LineTransport,
-// which answers malformed and oversized lines instead of dropping the connection.
+// Calls are served concurrently (each in its own goroutine, the SDK's or the
+// transport's), so a long yield never holds up another call; MCP cancellation cancels the
+// call's context, which stops the service's wait but not the session. Run serves stdio
+// through LineTransport, which answers malformed and oversized lines instead of dropping
+// the connection, and serves the tools/call requests it can answer whole itself, with
+// the same handlers and results, without the SDK's request decoding (fast.go).
 package mcpserver
 
 import (
