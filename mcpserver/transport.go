@@ -244,7 +244,7 @@ func withID(data []byte, ours jsonrpc.ID, raw json.RawMessage) []byte {
 	id, _ := json.Marshal(ours.Raw())
 	head := `{"jsonrpc":"2.0","id":` + string(id)
 	if rest, ok := bytes.CutPrefix(data, []byte(head)); ok && len(rest) > 0 && (rest[0] == ',' || rest[0] == '}') {
-		out := make([]byte, 0, len(data)-len(id)+len(raw))
+		out := make([]byte, 0, len(data)-len(id)+len(raw)+1) // +1: writeLine's newline
 		out = append(append(append(out, `{"jsonrpc":"2.0","id":`...), raw...), rest...)
 		return out
 	}
@@ -259,9 +259,10 @@ func withID(data []byte, ours jsonrpc.ID, raw json.RawMessage) []byte {
 	return data
 }
 
+// writeLine writes data and a newline in one write. data is the caller's to give: its
+// spare capacity, when it has some, takes the newline (no copy of the line).
 func (c *lineConn) writeLine(data []byte) error {
-	line := make([]byte, 0, len(data)+1)
-	line = append(append(line, data...), '\n')
+	line := append(data, '\n')
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	_, err := c.out.Write(line)
