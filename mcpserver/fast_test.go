@@ -287,3 +287,38 @@ func TestFastPathGoClient(t *testing.T) {
 		t.Errorf("%d calls on the fast path, want 1", n)
 	}
 }
+
+// The calls the transport serves run concurrently: a call that waits for a later one
+// does not hold it up.
+func TestFastPathConcurrent(t *testing.T) {
+	t.Parallel()
+	second := make(chan struct{})
+	svc := &fakeService{write: func(ctx context.Context, r session.WriteRequest) (*session.Result, error) {
+		if r.Chars == "first" {
+			select {
+			case <-second:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		} else {
+			close(second)
+		}
+		return &session.Result{SessionID: r.SessionID, State: session.StateRunning, Output: r.Chars}, nil
+	}}
+	r := startRPC(t, svc, Options{})
+	r.initialize()
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_stdin","arguments":{"session_id":"1","chars":"first"}}}`)
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_stdin","arguments":{"session_id":"1","chars":"second"}}}`)
+	// Both answer (in either order: the first ends as soon as the second has begun).
+	got := map[string]bool{}
+	for range 2 {
+		resp := r.recv()
+		if resp.Error != nil {
+			t.Fatalf("id %s: %+v", resp.ID, resp.Error)
+		}
+		got[string(resp.ID)] = true
+	}
+	if !got["1"] || !got["2"] {
+		t.Errorf("responses for ids %v, want 1 and 2", got)
+	}
+}
