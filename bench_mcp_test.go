@@ -15,7 +15,8 @@ import (
 )
 
 // BenchmarkMCPREPLTurn: one write_stdin call ("1+1\n" to python3 -q, wait_for the next
-// prompt) as ptyhub mcp serves it, end to end in this process: the request line in
+// prompt, a long yield so that a loaded machine does not end a turn early) as ptyhub mcp
+// serves it, end to end in this process: the request line in
 // through the stdio transport, the MCP SDK, the tool handler, the session (writer,
 // reader, collector), the response line out. Its B/op and allocs/op are what ptyhub
 // allocates for one tool call (the client's own decoding is not counted: the lines are
@@ -56,29 +57,31 @@ func BenchmarkMCPREPLTurn(b *testing.B) {
 	}
 	call(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
 	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
-	resp := call(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec_command","arguments":{"argv":[%q,"-q"],"wait_for":">>> $"}}}`, pythonExe()))
+	resp := call(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec_command","arguments":{"argv":[%q,"-q"],"wait_for":">>> $","yield_time_ms":30000}}}`, pythonExe()))
 	m := regexp.MustCompile(`"session_id":"([^"]+)"`).FindStringSubmatch(resp)
 	if m == nil || !strings.Contains(resp, `"returned_because":"pattern"`) {
 		b.Fatalf("python3 did not prompt: %s", resp)
 	}
 	id := m[1]
 	req := func(n int) string {
-		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"write_stdin","arguments":{"session_id":%q,"chars":"1+1\n","wait_for":">>> $"}}}`, n, id)
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"write_stdin","arguments":{"session_id":%q,"chars":"1+1\n","wait_for":">>> $","yield_time_ms":30000}}}`, n, id)
 	}
-	reqs := make([]string, 0, 1024)
+	reqs := make([]string, 1024)
+	next := len(reqs) // the index of the next request line made ahead
 	n := 2
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(reqs) == 0 {
+		if next == len(reqs) {
 			b.StopTimer()
-			for range cap(reqs) {
-				reqs = append(reqs, req(n))
+			for i := range reqs {
+				reqs[i] = req(n)
 				n++
 			}
+			next = 0
 			b.StartTimer()
 		}
-		r := call(reqs[0])
-		reqs = reqs[1:]
+		r := call(reqs[next])
+		next++
 		if !strings.Contains(r, `"returned_because":"pattern"`) {
 			b.Fatalf("turn: %s", r)
 		}

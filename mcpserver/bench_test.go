@@ -67,3 +67,22 @@ func BenchmarkWriteStdinServer(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWriteStdinGoClient: one write_stdin call from the Go SDK's client to the
+// server over pipes through LineTransport (as `ptyhub mcp` is reached), a service that
+// answers at once: both sides' cost of a call.
+func BenchmarkWriteStdinGoClient(b *testing.B) {
+	svc := &fakeService{write: func(context.Context, session.WriteRequest) (*session.Result, error) {
+		return &session.Result{SessionID: "1", State: session.StateRunning, ReturnedBecause: session.BecausePattern,
+			Output: "2\n>>> ", ChunkID: "c1", NextOffset: 42}, nil
+	}}
+	cs, _ := goClient(b, New(svc, Options{}))
+	ctx := context.Background()
+	args := map[string]any{"session_id": "1", "chars": "1+1\n", "wait_for": ">>> $"}
+	for b.Loop() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "write_stdin", Arguments: args})
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+	}
+}

@@ -10,10 +10,12 @@
 // checks (ranges, regexes, ids) are the service's; its errors become tool errors
 // (isError: true) with a hint of what to do next.
 //
-// Calls are served concurrently (the SDK runs each call in its own goroutine), so a long
-// yield never holds up another call; MCP cancellation cancels the call's context, which
-// stops the service's wait but not the session. Run serves stdio through LineTransport,
-// which answers malformed and oversized lines instead of dropping the connection.
+// Calls are served concurrently (each in its own goroutine, the SDK's or the
+// transport's), so a long yield never holds up another call; MCP cancellation cancels the
+// call's context, which stops the service's wait but not the session. Run serves stdio
+// through LineTransport, which answers malformed and oversized lines instead of dropping
+// the connection, and serves the tools/call requests it can answer whole itself, with
+// the same handlers and results, without the SDK's request decoding (fast.go).
 package mcpserver
 
 import (
@@ -28,6 +30,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -60,8 +63,15 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	mcp  *mcp.Server
+	impl *mcp.Implementation // the server's name and version, as the SDK reports them
 	sem  chan struct{}
 	res  *resources // resources.go: sessions as MCP resources
+
+	// tools holds each tool's handler as registered with the SDK (addTool), for the
+	// calls LineTransport serves itself (fast.go). Written only by New.
+	tools map[string]mcp.ToolHandler
+	// sdkOnly sends every call through the SDK (for tests comparing both paths).
+	sdkOnly bool
 
 	// base ends every in-flight call when Serve's context ends (the SDK does not cancel
 	// handlers on its own shutdown; it waits for them).
@@ -84,10 +94,12 @@ func New(svc session.Service, opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{svc: svc, opts: opts, log: log, sem: make(chan struct{}, opts.MaxInFlight)}
+	s := &Server{svc: svc, opts: opts, log: log, sem: make(chan struct{}, opts.MaxInFlight),
+		tools: map[string]mcp.ToolHandler{}}
 	s.base, s.shutdown = context.WithCancel(context.Background())
 	s.res = newResources(s)
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "ptyhub", Title: "ptyhub", Version: opts.Version},
+	s.impl = &mcp.Implementation{Name: "ptyhub", Title: "ptyhub", Version: opts.Version}
+	s.mcp = mcp.NewServer(s.impl,
 		&mcp.ServerOptions{
 			Instructions: instructions,
 			Logger:       log,
@@ -111,13 +123,23 @@ func New(svc session.Service, opts Options) *Server {
 // Options.ShutdownTimeout for them to answer. Sessions are not touched: closing the
 // service is the caller's job.
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
+	lt, _ := t.(*LineTransport)
+	var live atomic.Pointer[mcp.ServerSession] // set once Connect returns
+	if lt != nil {
+		// The transport serves the tools/call requests it can answer whole (fast.go);
+		// until the session is known, every call goes to the SDK.
+		lt.calls = func(params json.RawMessage) (func(context.Context) (json.RawMessage, error), bool) {
+			return s.fastCall(live.Load(), params)
+		}
+	}
 	ss, err := s.mcp.Connect(ctx, t, nil)
 	if err != nil {
 		return fmt.Errorf("mcp connect: %w", err)
 	}
+	live.Store(ss)
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }() // ends when the connection is fully closed
-	if lt, ok := t.(*LineTransport); ok {
+	if lt != nil {
 		// At the end of the input every request read is still answered (the transport
 		// waits for that before it reports the end); calls still waiting stop waiting
 		// and answer with what they have, as at shutdown. Ends when Serve returns.
@@ -146,7 +168,13 @@ func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	}
 	s.shutdown()
 	closed := make(chan struct{})
-	go func() { ss.Close(); close(closed) }() // ends when in-flight calls have answered
+	go func() { // ends when in-flight calls have answered
+		ss.Close()
+		if lt != nil {
+			lt.waitCalls()
+		}
+		close(closed)
+	}()
 	timer := time.NewTimer(s.opts.ShutdownTimeout)
 	defer timer.Stop()
 	select {
@@ -343,7 +371,7 @@ func normalizeArguments(tool string, args json.RawMessage) (json.RawMessage, []s
 			hasExtra = true
 		}
 	}
-	if !hasExtra && !bytes.Contains(args, []byte("null")) && !bytes.Contains(args, []byte(`"session_id`)) {
+	if !hasExtra && !bytes.Contains(args, []byte("null")) && !numericID(args) {
 		return args, nil
 	}
 	var m map[string]json.RawMessage
@@ -395,6 +423,31 @@ func normalizeArguments(tool string, args json.RawMessage) (json.RawMessage, []s
 		return args, ignored
 	}
 	return out, ignored
+}
+
+// numericID reports whether args may give a session id as a number: a "session_id" key
+// whose value starts with a digit, or a "session_ids" list. It looks at the bytes only
+// (a key inside a string value can make it say yes; then normalizeArguments decodes the
+// arguments to find out), so that the common call, with its id as a string, is not
+// decoded twice.
+func numericID(args []byte) bool {
+	if bytes.Contains(args, []byte(`"session_ids"`)) {
+		return true
+	}
+	key := []byte(`"session_id"`)
+	for rest := args; ; {
+		i := bytes.Index(rest, key)
+		if i < 0 {
+			return false
+		}
+		rest = bytes.TrimLeft(rest[i+len(key):], " \t\r\n")
+		if len(rest) > 0 && rest[0] == ':' {
+			v := bytes.TrimLeft(rest[1:], " \t\r\n")
+			if len(v) > 0 && v[0] >= '0' && v[0] <= '9' {
+				return true
+			}
+		}
+	}
 }
 
 // requestKey carries a tool call's request in its context (ask_human elicits through

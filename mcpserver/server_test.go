@@ -540,3 +540,28 @@ func TestToolErrorExited(t *testing.T) {
 		t.Errorf("nothing unread: %q", msg)
 	}
 }
+
+// TestNormalizeArgumentsCommonCall: the common call (a session id as a string, nothing
+// to forgive) is passed on as it is without being decoded, while a number id, with any
+// spacing, is still turned into its string.
+func TestNormalizeArgumentsCommonCall(t *testing.T) {
+	common := json.RawMessage(`{"session_id":"1","chars":"1+1\n","wait_for":">>> $"}`)
+	if n := testing.AllocsPerRun(100, func() { normalizeArguments("write_stdin", common) }); n != 0 {
+		t.Errorf("the common call allocates %v times", n)
+	}
+	for _, args := range []string{`{"session_id":7}`, `{"chars":"x", "session_id" : 12}`, "{\"session_id\":\n3}",
+		`{"chars":"\"session_id\"","session_id":5}`} {
+		out, _ := normalizeArguments("write_stdin", json.RawMessage(args))
+		var m map[string]any
+		if json.Unmarshal(out, &m) != nil {
+			t.Fatalf("%s: %s", args, out)
+		}
+		if _, ok := m["session_id"].(string); !ok {
+			t.Errorf("%s: session_id stayed a number: %s", args, out)
+		}
+	}
+	out, _ := normalizeArguments("wait_sessions", json.RawMessage(`{"session_ids":[1,"2"]}`))
+	if string(out) != `{"session_ids":["1","2"]}` {
+		t.Errorf("session_ids: %s", out)
+	}
+}

@@ -38,7 +38,7 @@ func addTool[In any, Out texter](s *Server, t *mcp.Tool, call func(context.Conte
 	}
 	t.InputSchema, t.OutputSchema = in, out
 	typed := handler(s, call)
-	s.mcp.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	h := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args, err := decodeArguments[In](resolved, req.Params.Arguments)
 		if err != nil {
 			return errorResult(err), nil
@@ -53,7 +53,9 @@ func addTool[In any, Out texter](s *Server, t *mcp.Tool, call func(context.Conte
 		}
 		res.StructuredContent = json.RawMessage(b)
 		return res, nil
-	})
+	}
+	s.mcp.AddTool(t, h)
+	s.tools[t.Name] = h
 }
 
 func errorResult(err error) *mcp.CallToolResult {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,6 +56,13 @@ type LineTransport struct {
 	Logger *slog.Logger
 
 	ended chan struct{} // made by Connect; closed when the input has ended
+	conn  *lineConn     // made by Connect
+
+	// calls, when set (by Server.Serve, before Connect), is offered every tools/call
+	// request: ok true means it serves the call whole (run is called in a goroutine of
+	// the transport's, and its result — JSON — or error is sent as the response, with
+	// the client's id); ok false leaves the call to the server behind the transport.
+	calls func(params json.RawMessage) (run func(context.Context) (json.RawMessage, error), ok bool)
 }
 
 // InputEnded returns a channel closed when the input has ended (after Connect; nil
@@ -83,7 +91,10 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 		answered: make(chan struct{}, 1),
 		pending:  map[int64]json.RawMessage{},
 		byRaw:    map[string]int64{},
+		calls:    t.calls,
+		fast:     map[int64]context.CancelFunc{},
 	}
+	t.conn = c
 	// The reading goroutine owns t.In. It stops at the end or an error of the input, or
 	// when the connection is closed (then at its next delivery; a Read blocked on an
 	// input that cannot be closed, such as a terminal on stdin, stays blocked until the
@@ -115,6 +126,37 @@ type lineConn struct {
 	nextID  int64
 	pending map[int64]json.RawMessage // our id → the client's raw id
 	byRaw   map[string]int64          // the client's raw id → our id
+
+	// The calls the transport serves itself (LineTransport.calls): each runs in a
+	// goroutine of its own, counted in served, and ends when its handler returns (its
+	// context is cancelled by the client's notifications/cancelled). fast holds the
+	// cancel function of each one running, by our id (under mu); such a call is in
+	// pending too, so the input's end waits for its answer.
+	calls     func(params json.RawMessage) (run func(context.Context) (json.RawMessage, error), ok bool)
+	fast      map[int64]context.CancelFunc
+	served    sync.WaitGroup
+	fastCalls atomic.Int64 // how many calls the transport served itself
+}
+
+// waitCalls returns when every call the transport serves itself has answered (after
+// Connect; at once before).
+func (t *LineTransport) waitCalls() {
+	if t.conn != nil {
+		t.conn.served.Wait()
+	}
+}
+
+// serveCall runs a call the transport serves itself and writes its response.
+func (c *lineConn) serveCall(ctx context.Context, cancel context.CancelFunc, n int64, run func(context.Context) (json.RawMessage, error)) {
+	defer c.served.Done()
+	res, err := run(ctx)
+	cancel()
+	c.mu.Lock()
+	delete(c.fast, n)
+	c.mu.Unlock()
+	id, _ := jsonrpc.MakeID(float64(n))
+	// A failed write is the output's failure; the SDK's own next write reports it.
+	_ = c.Write(context.Background(), &jsonrpc.Response{ID: id, Result: res, Error: err})
 }
 
 func (c *lineConn) SessionID() string { return "" }
@@ -202,7 +244,7 @@ func withID(data []byte, ours jsonrpc.ID, raw json.RawMessage) []byte {
 	id, _ := json.Marshal(ours.Raw())
 	head := `{"jsonrpc":"2.0","id":` + string(id)
 	if rest, ok := bytes.CutPrefix(data, []byte(head)); ok && len(rest) > 0 && (rest[0] == ',' || rest[0] == '}') {
-		out := make([]byte, 0, len(data)-len(id)+len(raw))
+		out := make([]byte, 0, len(data)-len(id)+len(raw)+1) // +1: writeLine's newline
 		out = append(append(append(out, `{"jsonrpc":"2.0","id":`...), raw...), rest...)
 		return out
 	}
@@ -217,9 +259,10 @@ func withID(data []byte, ours jsonrpc.ID, raw json.RawMessage) []byte {
 	return data
 }
 
+// writeLine writes data and a newline in one write. data is the caller's to give: its
+// spare capacity, when it has some, takes the newline (no copy of the line).
 func (c *lineConn) writeLine(data []byte) error {
-	line := make([]byte, 0, len(data)+1)
-	line = append(append(line, data...), '\n')
+	line := append(data, '\n')
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	_, err := c.out.Write(line)
@@ -406,6 +449,18 @@ func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
 		c.byRaw[string(rawID)] = n
 		c.mu.Unlock()
 		req.ID, _ = jsonrpc.MakeID(float64(n))
+		if req.Method == "tools/call" && c.calls != nil {
+			if run, ok := c.calls(req.Params); ok {
+				ctx, cancel := context.WithCancel(context.Background())
+				c.mu.Lock()
+				c.fast[n] = cancel
+				c.mu.Unlock()
+				c.served.Add(1)
+				c.fastCalls.Add(1)
+				go c.serveCall(ctx, cancel, n, run)
+				return nil, false
+			}
+		}
 		return req, true
 	}
 	if req.Method == "notifications/cancelled" {
@@ -424,8 +479,13 @@ func (c *lineConn) cancelled(req *jsonrpc.Request) (jsonrpc.Message, bool) {
 	}
 	c.mu.Lock()
 	n, ok := c.byRaw[string(bytes.TrimSpace(params["requestId"]))]
+	cancel, served := c.fast[n]
 	c.mu.Unlock()
 	if !ok {
+		return nil, false
+	}
+	if served {
+		cancel() // a call the transport serves: it answers as the SDK's would
 		return nil, false
 	}
 	params["requestId"] = json.RawMessage(strconv.FormatInt(n, 10))

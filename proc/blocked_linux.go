@@ -29,17 +29,18 @@ func (r *Reader) threadBlocked(pid, tid int) Blocked {
 		}
 		return Blocked{Call: CallUnknown} // not allowed to look (a setuid program)
 	}
-	f := bytes.Fields(b)
-	if len(f) == 0 || string(f[0]) == "running" {
+	var f [7][]byte // parsed in place: the probe reads this file for every thread it checks
+	n := fields(b, f[:])
+	if n == 0 || string(f[0]) == "running" {
 		return Blocked{Call: CallRunning}
 	}
-	nr, err := strconv.ParseInt(string(f[0]), 10, 64)
-	if err != nil || nr < 0 || len(f) < 7 {
+	nr, ok := decimal(f[0]) // "-1": blocked outside a syscall
+	if !ok || n < 7 {
 		return Blocked{Call: CallOther} // blocked outside a syscall (e.g. a page fault)
 	}
 	var args [6]uint64
 	for i := range args {
-		args[i], _ = strconv.ParseUint(string(bytes.TrimPrefix(f[i+1], []byte("0x"))), 16, 64)
+		args[i], _ = parseUint(bytes.TrimPrefix(f[i+1], []byte("0x")), 16)
 	}
 	multiplex := func(fds []int, timeout time.Duration) Blocked {
 		return Blocked{Call: CallMultiplex, FDs: fds, Timeout: timeout}
@@ -186,12 +187,11 @@ func (r *Reader) threadRuntime(pid, tid int) (uint64, bool) {
 	if !ok {
 		return 0, false
 	}
-	f := bytes.Fields(b)
-	if len(f) == 0 {
+	var f [1][]byte
+	if fields(b, f[:]) == 0 {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(string(f[0]), 10, 64)
-	return n, err == nil
+	return decimal(f[0])
 }
 
 // fdOf stats /proc/PID/fd/FD (following the link to the open file).

@@ -49,23 +49,28 @@ func (r *Reader) Stat(pid int) (Info, bool) {
 }
 
 // parseStat parses "pid (comm) state ppid pgrp session tty_nr …"; comm may hold spaces
-// and parentheses, so the fields start after the last ')'.
+// and parentheses, so the fields start after the last ')'. It allocates nothing (the
+// waiting-for-input probe parses one per process of a session on each check).
 func parseStat(pid int, b []byte) (Info, bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
 		return Info{}, false
 	}
-	f := bytes.Fields(b[i+2:])
-	if len(f) < 20 {
+	var f [20][]byte
+	if fields(b[i+2:], f[:]) < len(f) {
 		return Info{}, false
 	}
 	num := func(k int) uint64 {
-		v, _ := strconv.ParseUint(string(f[k]), 10, 64)
+		v, _ := decimal(f[k])
 		return v
 	}
 	inum := func(k int) int {
-		v, _ := strconv.Atoi(string(f[k]))
-		return v
+		v, ok := decimal(f[k])
+		if !ok && len(f[k]) > 1 && f[k][0] == '-' {
+			v, _ = decimal(f[k][1:])
+			return -int(v)
+		}
+		return int(v)
 	}
 	in := Info{PID: pid, State: f[0][0], PPID: inum(1), Pgid: inum(2), Sid: inum(3),
 		Threads: inum(17), Start: num(19), CPU: num(11) + num(12)}
@@ -76,6 +81,63 @@ func parseStat(pid int, b []byte) (Info, bool) {
 		in.TTY = unix.Mkdev(major, minor)
 	}
 	return in, true
+}
+
+// fields fills f with the first len(f) fields of b separated by ASCII white space (as
+// bytes.Fields splits /proc's files), as slices of b, and returns how many it found.
+func fields(b []byte, f [][]byte) int {
+	n := 0
+	for i := 0; i < len(b) && n < len(f); {
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		start := i
+		for i < len(b) && !isSpace(b[i]) {
+			i++
+		}
+		if i > start {
+			f[n] = b[start:i]
+			n++
+		}
+	}
+	return n
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+}
+
+// decimal parses b as an unsigned decimal number (false: empty, another byte, or too
+// large for 64 bits).
+func decimal(b []byte) (uint64, bool) {
+	return parseUint(b, 10)
+}
+
+// parseUint parses b as an unsigned number in base 10 or 16 (without a prefix), as
+// strconv.ParseUint does, without converting it to a string first.
+func parseUint(b []byte, base uint64) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		var d uint64
+		switch {
+		case c >= '0' && c <= '9':
+			d = uint64(c - '0')
+		case base == 16 && c >= 'a' && c <= 'f':
+			d = uint64(c-'a') + 10
+		case base == 16 && c >= 'A' && c <= 'F':
+			d = uint64(c-'A') + 10
+		default:
+			return 0, false
+		}
+		if v > (^uint64(0)-d)/base {
+			return 0, false
+		}
+		v = v*base + d
+	}
+	return v, true
 }
 
 // ThreadState returns the state letter of thread tid of process pid.

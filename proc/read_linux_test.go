@@ -3,6 +3,7 @@ package proc
 import (
 	"bytes"
 	"os"
+	"strconv"
 	"testing"
 )
 
@@ -24,5 +25,32 @@ func TestReaderScratchSmall(t *testing.T) {
 	got, ok := r.read("/proc/self/limits")
 	if !ok || !bytes.Equal(got, want) {
 		t.Fatalf("read /proc/self/limits: %d bytes, want %d", len(got), len(want))
+	}
+}
+
+// TestParseStatNoAlloc: a stat line (a comm holding spaces and parentheses) parses to
+// its fields without allocating (the waiting-for-input probe parses one per process on
+// each check), and numbers parse as strconv does.
+func TestParseStatNoAlloc(t *testing.T) {
+	line := []byte("4242 (a (b) c) S 17 4242 4240 34817 4242 4194560 100 0 0 0 7 3 0 0 20 0 2 0 5555 1000 200 18446744073709551615\n")
+	in, ok := parseStat(4242, line)
+	if !ok || in.State != 'S' || in.PPID != 17 || in.Pgid != 4242 || in.Sid != 4240 || in.Threads != 2 ||
+		in.Start != 5555 || in.CPU != 10 || in.TTY == 0 {
+		t.Fatalf("parseStat = %+v, %v", in, ok)
+	}
+	if n := testing.AllocsPerRun(100, func() { parseStat(4242, line) }); n != 0 {
+		t.Errorf("parseStat allocates %v times", n)
+	}
+	if _, ok := parseStat(1, []byte("1 (x) S 1 2 3")); ok {
+		t.Error("a short stat line parsed")
+	}
+	for _, s := range []string{"0", "18446744073709551615", "18446744073709551616", "", "-1", "12a", "7fffffffffffffff", "ffffffffffffffff", "1ffffffffffffffff", "DEADbeef"} {
+		for _, base := range []uint64{10, 16} {
+			want, err := strconv.ParseUint(s, int(base), 64)
+			got, ok := parseUint([]byte(s), base)
+			if ok != (err == nil) || ok && got != want {
+				t.Errorf("parseUint(%q, %d) = %d, %v; strconv: %d, %v", s, base, got, ok, want, err)
+			}
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,11 +25,57 @@ func compilePattern(p string) (*regexp.Regexp, error) {
 	if p == "" {
 		return nil, nil
 	}
+	if re := patterns.get(p); re != nil {
+		return re, nil
+	}
 	re, err := regexp.Compile(p)
 	if err != nil {
 		return nil, argError("wait_for", fmt.Sprintf(" is not a valid regular expression (Go RE2 syntax): %v", err))
 	}
+	patterns.put(p, re)
 	return re, nil
+}
+
+// patterns keeps the wait_for patterns compiled lately: an agent sends the same prompt
+// pattern turn after turn, and compiling it is most of what a pattern costs a call.
+var patterns patternCache
+
+// patternCache maps patterns to their compiled form, at most maxPatterns of them, each
+// at most maxPatternLen bytes (longer ones are compiled each time). A *regexp.Regexp is
+// safe for concurrent use, so one is shared by every call. Safe for concurrent use; the
+// zero value is ready.
+type patternCache struct {
+	mu sync.Mutex
+	m  map[string]*regexp.Regexp
+}
+
+const (
+	maxPatterns   = 64
+	maxPatternLen = 1 << 10
+)
+
+func (c *patternCache) get(p string) *regexp.Regexp {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[p]
+}
+
+func (c *patternCache) put(p string, re *regexp.Regexp) {
+	if len(p) > maxPatternLen {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*regexp.Regexp{}
+	}
+	if len(c.m) >= maxPatterns {
+		for k := range c.m { // one out, any one: the set is small and rarely full
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[p] = re
 }
 
 func chunkID() string {

@@ -1,0 +1,235 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The fast path: LineTransport serves a tools/call it can answer whole without handing it
+// to the SDK, whose request path decodes every call's params twice through a decoder
+// that makes a fresh 32 KiB buffer for each value (two thirds of what a call allocated).
+// The fast path decodes the params once with encoding/json and runs exactly what the
+// SDK would run for them: the receiving middleware (explainArgumentErrors), the tool's
+// handler registered with addTool (schema validation, the same handler, the same
+// results), with a request whose Session is the live ServerSession, so progress
+// notifications and ask_human's elicitation go out as before (and the elicitation's
+// answer comes back through the SDK's read loop).
+//
+// Only the common case is taken: a call of a known tool once the session is initialized
+// (by initialize or server/discover), with params holding nothing but "name" (a string),
+// "arguments" (an object) and "_meta" (an object; when it carries the sessionless
+// protocol's per-request triple, a supported version with a client info and
+// capabilities that decode). Anything else — an unknown tool, odd params, a call before
+// initialize, an unsupported version, every other method — goes to the SDK unchanged,
+// so its answers (errors included) stay the SDK's own. As the SDK does, a result in a
+// session of the 2026-07-28 protocol or later is marked "resultType":"complete", and one
+// for a call that carried the triple names the server in its _meta.
+
+// multiRoundTrip is the first protocol version whose results carry a resultType.
+const multiRoundTrip = "2026-07-28"
+
+// maxParamsDepth is the nesting the SDK's decoder refuses beyond; deeper params go to
+// the SDK so that the refusal stays its own.
+const maxParamsDepth = 1000
+
+// fastCall returns how to serve a tools/call with these params, or ok false to leave the
+// call to the SDK. It only decodes; the call runs when run is called (in its own
+// goroutine, with a context the transport cancels on notifications/cancelled).
+func (s *Server) fastCall(ss *mcp.ServerSession, params json.RawMessage) (run func(context.Context) (json.RawMessage, error), ok bool) {
+	if ss == nil || s.sdkOnly {
+		return nil, false
+	}
+	ip := ss.InitializeParams()
+	if ip == nil {
+		return nil, false
+	}
+	p, triple, ok := decodeCallParams(params)
+	if !ok {
+		return nil, false
+	}
+	// As the SDK's tools/call: "complete" for a session of the multi-round-trip
+	// protocol (whatever the call's _meta says).
+	complete := ip.ProtocolVersion >= multiRoundTrip
+	h, ok := s.tools[p.Name]
+	if !ok {
+		return nil, false
+	}
+	req := &mcp.CallToolRequest{Session: ss, Params: p}
+	return func(ctx context.Context) (json.RawMessage, error) {
+		res, err := s.explainArgumentErrors(func(ctx context.Context, _ string, _ mcp.Request) (mcp.Result, error) {
+			// As the SDK's own tools/call: the handler's result, with an empty content
+			// list rather than null.
+			res, err := h(ctx, req)
+			if err == nil && res != nil && res.Content == nil {
+				res2 := *res
+				res2.Content = []mcp.Content{}
+				res = &res2
+			}
+			if res == nil {
+				return nil, err // not a typed nil in the interface
+			}
+			return res, err
+		})(ctx, "tools/call", req)
+		if err != nil {
+			return nil, err
+		}
+		if res == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: "JSON RPC internal error: the tool returned neither a result nor an error"}
+		}
+		if triple {
+			m := res.GetMeta()
+			if m == nil {
+				m = map[string]any{}
+			}
+			if _, ok := m[mcp.MetaKeyServerInfo]; !ok {
+				m[mcp.MetaKeyServerInfo] = s.impl
+				res.SetMeta(m)
+			}
+		}
+		raw, err := encodeResult(res, complete)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+				Message: fmt.Sprintf("JSON RPC internal error: the result of tools/call could not be encoded: %v", err)}
+		}
+		return raw, nil
+	}, true
+}
+
+// decodeCallParams decodes a tools/call's params when they hold only what the fast path
+// serves (see above). triple reports a call of the sessionless protocol.
+func decodeCallParams(params json.RawMessage) (p *mcp.CallToolParamsRaw, triple, ok bool) {
+	params = bytes.TrimSpace(params)
+	if len(params) == 0 || params[0] != '{' || deeperThan(params, maxParamsDepth) {
+		return nil, false, false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(params, &m) != nil {
+		return nil, false, false
+	}
+	p = &mcp.CallToolParamsRaw{}
+	for k, v := range m {
+		switch k {
+		case "name":
+			if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &p.Name) != nil {
+				return nil, false, false
+			}
+		case "arguments":
+			if len(v) == 0 || v[0] != '{' {
+				return nil, false, false
+			}
+			p.Arguments = v
+		case "_meta":
+			if len(v) == 0 || v[0] != '{' || json.Unmarshal(v, &p.Meta) != nil {
+				return nil, false, false
+			}
+			if _, ok := p.Meta[mcp.MetaKeyProtocolVersion]; ok {
+				if !validTriple(v, p.Meta) {
+					return nil, false, false
+				}
+				triple = true
+			}
+		default:
+			return nil, false, false
+		}
+	}
+	if _, ok := m["name"]; !ok {
+		return nil, false, false
+	}
+	return p, triple, true
+}
+
+// validTriple reports whether a call's _meta (raw, and decoded as meta) carries a
+// sessionless protocol triple the SDK accepts as it is: a version of that protocol the
+// server supports (the SDK's, as New does not restrict them), client capabilities
+// that decode, and a client info that decodes if present.
+// Anything else (an older version in _meta, which the SDK ignores, included) is left to
+// the SDK.
+func validTriple(raw json.RawMessage, meta map[string]any) bool {
+	v, ok := meta[mcp.MetaKeyProtocolVersion].(string)
+	if !ok || v < multiRoundTrip || !slices.Contains(mcp.SupportedProtocolVersions(), v) {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	if info, ok := m[mcp.MetaKeyClientInfo]; ok {
+		var impl mcp.Implementation
+		if len(info) == 0 || info[0] != '{' || json.Unmarshal(info, &impl) != nil {
+			return false
+		}
+	}
+	caps := m[mcp.MetaKeyClientCapabilities]
+	var c struct {
+		mcp.ClientCapabilities
+		// The SDK's client capabilities of this protocol: roots as an object of its own
+		// (mcp.RootCapabilities, spelled out as that type is deprecated).
+		Roots *struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		} `json:"roots,omitempty"`
+	}
+	return len(caps) > 0 && caps[0] == '{' && json.Unmarshal(caps, &c) == nil
+}
+
+// deeperThan reports whether the JSON value data nests objects and arrays deeper than max.
+func deeperThan(data []byte, max int) bool {
+	depth := 0
+	inString, escaped := false, false
+	for _, b := range data {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			if depth > max {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
+}
+
+// encodeResult encodes a call's result as the SDK's JSON-RPC layer does (HTML left
+// unescaped, no trailing newline), with "resultType":"complete" last when complete (the
+// SDK sets that unexported field of CallToolResult, which encodes it last).
+func encodeResult(res mcp.Result, complete bool) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(res); err != nil {
+		return nil, err
+	}
+	data := bytes.TrimRight(buf.Bytes(), "\n")
+	if !complete {
+		return data, nil
+	}
+	if len(data) < 2 || data[len(data)-1] != '}' {
+		return nil, fmt.Errorf("the result is not a JSON object")
+	}
+	out := make([]byte, 0, len(data)+24)
+	out = append(out, data[:len(data)-1]...)
+	if len(data) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, `"resultType":"complete"}`...), nil
+}
