@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -34,7 +33,18 @@ var agentEnv = [][2]string{
 	{"AWS_PAGER", ""},
 }
 
-var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// envKey reports whether k is a portable environment variable name: a letter or _, then
+// letters, digits and _. (A loop, not a regexp compiled at start: every CLI call would pay
+// for compiling it.)
+func envKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c != '_' && (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return k != ""
+}
 
 // buildEnv returns the child's environment: base, the caller's environment (unless
 // clearEnv) with PWD set to dir, then the profile, then the request's variables, then
@@ -76,7 +86,7 @@ func buildEnv(base []string, dir, profile string, clearEnv bool, extra map[strin
 	sort.Strings(keys)
 	for _, k := range keys {
 		v := extra[k]
-		if !envKeyRE.MatchString(k) {
+		if !envKey(k) {
 			return nil, argError("env", fmt.Sprintf(": %q is not a valid variable name (letters, digits and _, not starting with a digit)", k))
 		}
 		if strings.ContainsRune(v, 0) {

@@ -4,44 +4,50 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ptyhub/ptyhub/screen"
 	"github.com/ptyhub/ptyhub/truncate"
 )
 
-// keyNames maps tmux-style key names to the bytes a terminal sends (normal cursor mode).
-var keyNames = map[string]string{
-	"enter": "\r", "return": "\r", "tab": "\t", "btab": "\x1b[Z", "space": " ",
-	"bspace": "\x7f", "backspace": "\x7f", "escape": "\x1b", "esc": "\x1b",
-	"up": "\x1b[A", "down": "\x1b[B", "right": "\x1b[C", "left": "\x1b[D",
-	"home": "\x1b[H", "end": "\x1b[F", "pageup": "\x1b[5~", "ppage": "\x1b[5~", "pgup": "\x1b[5~",
-	"pagedown": "\x1b[6~", "npage": "\x1b[6~", "pgdn": "\x1b[6~",
-	"insert": "\x1b[2~", "ic": "\x1b[2~", "delete": "\x1b[3~", "dc": "\x1b[3~",
-	"f1": "\x1bOP", "f2": "\x1bOQ", "f3": "\x1bOR", "f4": "\x1bOS",
-	"f5": "\x1b[15~", "f6": "\x1b[17~", "f7": "\x1b[18~", "f8": "\x1b[19~",
-	"f9": "\x1b[20~", "f10": "\x1b[21~", "f11": "\x1b[23~", "f12": "\x1b[24~",
-}
+// keyTable maps tmux-style key names to the bytes a terminal sends.
+type keyTable = map[string]string
 
-// appKeys are what keys send instead when the program set the cursor-key mode (DECCKM,
-// ESC [ ? 1 h: less, vim and readline set it) or the keypad's application mode (ESC =).
-var (
-	cursorAppKeys = map[string]string{
+// keyTables holds the key names. Built at their first use, not at start: every CLI call
+// would pay for building them.
+var keyTables = sync.OnceValue(func() (t struct{ names, cursorApp, keypad, keypadApp keyTable }) {
+	// names: normal cursor mode.
+	t.names = keyTable{
+		"enter": "\r", "return": "\r", "tab": "\t", "btab": "\x1b[Z", "space": " ",
+		"bspace": "\x7f", "backspace": "\x7f", "escape": "\x1b", "esc": "\x1b",
+		"up": "\x1b[A", "down": "\x1b[B", "right": "\x1b[C", "left": "\x1b[D",
+		"home": "\x1b[H", "end": "\x1b[F", "pageup": "\x1b[5~", "ppage": "\x1b[5~", "pgup": "\x1b[5~",
+		"pagedown": "\x1b[6~", "npage": "\x1b[6~", "pgdn": "\x1b[6~",
+		"insert": "\x1b[2~", "ic": "\x1b[2~", "delete": "\x1b[3~", "dc": "\x1b[3~",
+		"f1": "\x1bOP", "f2": "\x1bOQ", "f3": "\x1bOR", "f4": "\x1bOS",
+		"f5": "\x1b[15~", "f6": "\x1b[17~", "f7": "\x1b[18~", "f8": "\x1b[19~",
+		"f9": "\x1b[20~", "f10": "\x1b[21~", "f11": "\x1b[23~", "f12": "\x1b[24~",
+	}
+	// What keys send instead when the program set the cursor-key mode (DECCKM, ESC [ ? 1
+	// h: less, vim and readline set it) or the keypad's application mode (ESC =).
+	t.cursorApp = keyTable{
 		"up": "\x1bOA", "down": "\x1bOB", "right": "\x1bOC", "left": "\x1bOD",
 		"home": "\x1bOH", "end": "\x1bOF",
 	}
-	keypadKeys = map[string]string{ // normal mode; application mode: keypadAppKeys
+	t.keypad = keyTable{ // normal mode; application mode: keypadApp
 		"kp0": "0", "kp1": "1", "kp2": "2", "kp3": "3", "kp4": "4", "kp5": "5", "kp6": "6",
 		"kp7": "7", "kp8": "8", "kp9": "9", "kp.": ".", "kp/": "/", "kp*": "*", "kp-": "-",
 		"kp+": "+", "kpenter": "\r",
 	}
-	keypadAppKeys = map[string]string{
+	t.keypadApp = keyTable{
 		"kp0": "\x1bOp", "kp1": "\x1bOq", "kp2": "\x1bOr", "kp3": "\x1bOs", "kp4": "\x1bOt",
 		"kp5": "\x1bOu", "kp6": "\x1bOv", "kp7": "\x1bOw", "kp8": "\x1bOx", "kp9": "\x1bOy",
 		"kp.": "\x1bOn", "kp/": "\x1bOo", "kp*": "\x1bOj", "kp-": "\x1bOm", "kp+": "\x1bOk",
 		"kpenter": "\x1bOM",
 	}
-)
+	return t
+})
 
 // encodeKeys turns tmux-style key names into bytes: named keys (Enter, Up, F1, KP5…), C-x
 // (control), M-x (meta: ESC prefix), and single characters typed as themselves. Cursor and
@@ -63,16 +69,16 @@ func encodeKey(k string, modes screen.Modes) ([]byte, error) {
 		return nil, fmt.Errorf("%w: empty key name", ErrInvalid)
 	}
 	name := strings.ToLower(k)
-	if s, ok := cursorAppKeys[name]; ok && modes.CursorKeys {
+	if s, ok := keyTables().cursorApp[name]; ok && modes.CursorKeys {
 		return []byte(s), nil
 	}
-	if s, ok := keypadAppKeys[name]; ok && modes.KeypadApp {
+	if s, ok := keyTables().keypadApp[name]; ok && modes.KeypadApp {
 		return []byte(s), nil
 	}
-	if s, ok := keypadKeys[name]; ok {
+	if s, ok := keyTables().keypad[name]; ok {
 		return []byte(s), nil
 	}
-	if s, ok := keyNames[name]; ok {
+	if s, ok := keyTables().names[name]; ok {
 		return []byte(s), nil
 	}
 	if len(k) > 2 && (k[:2] == "M-" || k[:2] == "m-") {

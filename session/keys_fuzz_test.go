@@ -29,7 +29,7 @@ func FuzzEncodeKey(f *testing.F) {
 			t.Fatalf("%q: no bytes", k)
 		}
 		if utf8.RuneCountInString(k) == 1 && !bytes.Equal(b, []byte(k)) {
-			if _, named := keyNames[strings.ToLower(k)]; !named {
+			if _, named := keyTables().names[strings.ToLower(k)]; !named {
 				t.Fatalf("%q typed as %q", k, b)
 			}
 		}
@@ -44,7 +44,7 @@ func FuzzEncodeKey(f *testing.F) {
 				t.Fatalf("%q = %q", k, b)
 			}
 		}
-		if _, named := keyNames[strings.ToLower(k)]; named {
+		if _, named := keyTables().names[strings.ToLower(k)]; named {
 			if u, err := encodeKey(strings.ToUpper(k), screen.Modes{}); err != nil || !bytes.Equal(u, b) {
 				t.Fatalf("%q and %q differ: %q, %q (%v)", k, strings.ToUpper(k), b, u, err)
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -506,6 +507,11 @@ func (s *Session) waitExit() {
 	s.m.mu.Unlock()
 	s.m.log.Debug("session ended", "session", s.id, "status", s.exitText())
 	close(s.exited)
+	// The call waiting for the exit (a collect) runs next, before the rest of this path:
+	// Go runs the goroutine woken last first, so each one woken below (watchers, the
+	// writer, the features' stop) would push that call behind the work of the recorder
+	// and the release woken above, and on a busy machine its answer waited ~1 ms for them.
+	runtime.Gosched()
 	s.m.bump(s)
 	// The sweep hangs the terminal up; if anything still holds it past the grace, stop
 	// reading so the session's resources go.
