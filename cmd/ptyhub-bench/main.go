@@ -122,7 +122,8 @@ func pct(d []time.Duration, p int) time.Duration {
 func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64) }
 
 // withBinary calls f with the ptyhub binary to measure (bin, or one built from
-// ./cmd/ptyhub) and a scratch directory removed afterwards.
+// ./cmd/ptyhub as the README installs it: static, CGO_ENABLED=0) and a scratch directory
+// removed afterwards.
 func withBinary(bin string, f func(bin, dir string) error) error {
 	dir, err := os.MkdirTemp("", "ptyhub-bench")
 	if err != nil {
@@ -132,6 +133,7 @@ func withBinary(bin string, f func(bin, dir string) error) error {
 	if bin == "" {
 		bin = filepath.Join(dir, "ptyhub")
 		build := exec.Command("go", "build", "-o", bin, "./cmd/ptyhub")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		build.Stderr = os.Stderr
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("go build: %w", err)
