@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -133,9 +134,10 @@ func (w *Writer) readCast(idx []indexEntry, p []byte, off int64) int {
 		return 0
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(io.NewSectionReader(f, from.cast, 1<<62), 64<<10)
+	sc := scratchPool.Get().(*castScratch)
+	defer scratchPool.Put(sc)
+	sc.br.Reset(io.NewSectionReader(f, from.cast, 1<<62))
 	pos, at := from.raw, from.cast
-	var line, data []byte
 	n := 0
 	for n < len(p) {
 		if j < len(idx) && at == idx[j].cast { // an indexed event: a discontinuity?
@@ -147,30 +149,40 @@ func (w *Writer) readCast(idx []indexEntry, p []byte, off int64) int {
 			}
 			j++
 		}
-		line, err = readLine(br, line[:0])
-		if err != nil {
+		if sc.line, err = readLine(sc.br, sc.line[:0]); err != nil {
 			break
 		}
 		evAt := at
-		at += int64(len(line))
-		var ok bool
-		if data, ok = outputData(line, data[:0]); !ok {
+		at += int64(len(sc.line))
+		body, ok := outputBody(sc.line)
+		if !ok {
 			continue // another kind of event
 		}
-		evEnd := pos + int64(len(data))
-		if evEnd > off+int64(n) {
-			k := copy(p[n:], data[off+int64(n)-pos:])
-			n += k
+		// Decoded only as far as p needs: a cut event fills p, which ends the loop.
+		if sc.data, ok = decodeBody(sc.data[:0], body, off+int64(len(p))-pos); !ok {
+			break
+		}
+		if evEnd := pos + int64(len(sc.data)); evEnd > off+int64(n) {
+			n += copy(p[n:], sc.data[off+int64(n)-pos:])
 			if n == len(p) {
 				w.hmu.Lock()
 				w.hint = indexEntry{raw: pos, cast: evAt}
 				w.hmu.Unlock()
+				break
 			}
 		}
-		pos = evEnd
+		pos += int64(len(sc.data))
 	}
 	return n
 }
+
+// castScratch is what a readCast decodes with; scratchPool keeps them between reads.
+type castScratch struct {
+	br         *bufio.Reader
+	line, data []byte
+}
+
+var scratchPool = sync.Pool{New: func() any { return &castScratch{br: bufio.NewReaderSize(nil, 64<<10)} }}
 
 // readLine appends the next line of br, its newline included, to line; a last line
 // without its newline is an error (it is still being written).
@@ -184,35 +196,38 @@ func readLine(br *bufio.Reader, line []byte) ([]byte, error) {
 	}
 }
 
-// outputData appends the output bytes of an "o" event line, as the writer wrote it
-// ([time, "o", "data"]), to dst; ok is false for another event. Each \ufffd escape (an
-// invalid byte) becomes one byte 0xFF: the exact byte is in the spill.
-func outputData(line, dst []byte) ([]byte, bool) {
+// outputBody returns the JSON string's content (between its quotes) of an "o" event line
+// as the writer wrote it, [time, "o", "data"] and a newline; ok is false for another
+// event.
+func outputBody(line []byte) (body []byte, ok bool) {
+	const head, tail = `, "o", "`, "\"]\n"
 	i := bytes.IndexByte(line, ',')
-	if i < 0 || !bytes.HasPrefix(line[i:], []byte(`, "o", "`)) {
-		return dst, false
+	if i < 0 || !bytes.HasPrefix(line[i:], []byte(head)) || !bytes.HasSuffix(line, []byte(tail)) ||
+		len(line) < i+len(head)+len(tail) {
+		return nil, false
 	}
-	dst, ok := decodeJSONString(dst, line[i+len(`, "o", "`):])
-	return dst, ok
+	return line[i+len(head) : len(line)-len(tail)], true
 }
 
-// decodeJSONString appends the bytes of the JSON string s (from after its opening
-// quote) to dst, as appendJSONString wrote them: an escaped \ufffd is one byte 0xFF.
-func decodeJSONString(dst, s []byte) ([]byte, bool) {
-	for {
-		k := bytes.IndexAny(s, `"\`)
-		if k < 0 {
-			return dst, false
-		}
-		dst = append(dst, s[:k]...)
-		if s[k] == '"' {
+// decodeBody appends the bytes of body, the content of a JSON string as appendJSONString
+// wrote it, to dst, stopping once dst holds limit bytes or more (limit < 0: all of
+// them). An escaped \ufffd (an invalid byte) is one byte 0xFF: the exact byte is in
+// the spill. ok is false for what appendJSONString never writes.
+func decodeBody(dst, body []byte, limit int64) ([]byte, bool) {
+	for len(body) > 0 {
+		if limit >= 0 && int64(len(dst)) >= limit {
 			return dst, true
 		}
-		s = s[k:]
-		if len(s) < 2 {
+		k := bytes.IndexByte(body, '\\')
+		if k < 0 {
+			return append(dst, body...), true
+		}
+		dst = append(dst, body[:k]...)
+		body = body[k:]
+		if len(body) < 2 {
 			return dst, false
 		}
-		switch c := s[1]; c {
+		switch c := body[1]; c {
 		case '"', '\\', '/':
 			dst = append(dst, c)
 		case 'n':
@@ -226,11 +241,11 @@ func decodeJSONString(dst, s []byte) ([]byte, bool) {
 		case 'f':
 			dst = append(dst, '\f')
 		case 'u':
-			if len(s) < 6 {
+			if len(body) < 6 {
 				return dst, false
 			}
 			var r rune
-			for _, h := range s[2:6] {
+			for _, h := range body[2:6] {
 				switch {
 				case h >= '0' && h <= '9':
 					r = r<<4 | rune(h-'0')
@@ -247,13 +262,14 @@ func decodeJSONString(dst, s []byte) ([]byte, bool) {
 			} else {
 				dst = utf8.AppendRune(dst, r)
 			}
-			s = s[6:]
+			body = body[6:]
 			continue
 		default:
 			return dst, false
 		}
-		s = s[2:]
+		body = body[2:]
 	}
+	return dst, true
 }
 
 // spillJoin is the most valid output between two invalid bytes that one spilled range

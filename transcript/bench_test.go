@@ -24,3 +24,37 @@ func BenchmarkOutput(b *testing.B) {
 	}
 	w.Close(now, "done")
 }
+
+// BenchmarkReadAt measures reading recorded output back (read_output of offsets that
+// left the ring): 32 KiB at a time, in order, from 16 MiB of text recorded in 64 KiB
+// chunks.
+func BenchmarkReadAt(b *testing.B) {
+	w, err := Create(b.TempDir(), "bench", Header{Width: 80, Height: 24}, time.Now(), Options{Spill: true, Cap: 1 << 40})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Release()
+	out := bytes.Repeat([]byte("12345 some output \x1b[1mbold\x1b[0m é\r\n"), 16<<20/36)
+	now := time.Now()
+	for off := 0; off < len(out); off += 64 << 10 {
+		w.Output(now, int64(off), out[off:min(off+64<<10, len(out))])
+	}
+	w.Flush()
+	p := make([]byte, 32<<10)
+	b.SetBytes(int64(len(p)))
+	var off int64
+	for b.Loop() {
+		if off+int64(len(p)) > int64(len(out)) {
+			off = 0
+		}
+		n := 0
+		for n < len(p) {
+			k := w.ReadAt(p[n:], off+int64(n))
+			if k == 0 {
+				b.Fatalf("ReadAt(%d) read nothing", off+int64(n))
+			}
+			n += k
+		}
+		off += int64(n)
+	}
+}

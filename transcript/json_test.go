@@ -12,7 +12,7 @@ import (
 // appendJSONString gives a JSON string that decodes to the input, with one U+FFFD for
 // each byte that is not part of valid UTF-8, for any mix of plain runs (taken eight
 // bytes at a time), escapes, multi-byte characters and invalid bytes, at any alignment;
-// it says whether there was an invalid byte, and decodeJSONString gives back the input
+// it says whether there was an invalid byte, and decodeBody gives back the input
 // exactly, but for each invalid byte one 0xFF (a U+FFFD printed stays itself).
 func TestAppendJSONString(t *testing.T) {
 	t.Parallel()
@@ -42,7 +42,7 @@ func TestAppendJSONString(t *testing.T) {
 		if invalid != bad {
 			t.Fatalf("%q: invalid = %v", in, invalid)
 		}
-		if back, ok := decodeJSONString(nil, out[1:]); !ok || !bytes.Equal(back, exact) {
+		if back, ok := decodeBody(nil, out[1:len(out)-1], -1); !ok || !bytes.Equal(back, exact) {
 			t.Fatalf("%q → %s decodes back to %q (%v), want %q", in, out, back, ok, exact)
 		}
 		var got string

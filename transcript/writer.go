@@ -419,7 +419,7 @@ const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends data as a JSON string: valid UTF-8 as is, control
 // characters escaped, each invalid byte as the escape \ufffd (and only those: a U+FFFD
-// printed is written as itself, so decodeJSONString can tell them apart). It reports
+// printed is written as itself, so decodeBody can tell them apart). It reports
 // whether data held an invalid byte.
 func appendJSONString(dst, data []byte) ([]byte, bool) {
 	invalid := false
