@@ -466,6 +466,7 @@ func (r *recorder) run(dir string, h transcript.Header) {
 			b := buf
 			readBufs.Put(&b)
 			buf = nil
+			tl.idle() // caught up: the log's file is closed while nothing comes
 		}
 		if err := r.w.Err(); err != nil && !logged {
 			logged = true
