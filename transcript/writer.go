@@ -36,8 +36,8 @@ type Options struct {
 	// point.
 	Cap int64
 	// Spill makes the recorded output readable back by ReadAt: the writer keeps an
-	// index of its output events, and the exact bytes of the events that hold bytes
-	// that are not valid UTF-8 in <uuid>.raw (created when the first such event is).
+	// index of its output events, and the exact bytes of the output ranges that hold
+	// bytes that are not valid UTF-8 in <uuid>.raw (created with the first such range).
 	Spill bool
 	// SpillAfter, when positive, delays creating the spill until the output passes
 	// that many bytes (a session whose output all stays in memory never holds a file
