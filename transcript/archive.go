@@ -279,13 +279,22 @@ const spillJoin = 4 << 10
 
 // spillInvalid spills the ranges of data, the output at raw offset from, that hold its
 // bytes that are not valid UTF-8 (each range from one such byte to the last one that
-// follows it with less than spillJoin valid bytes between). For the writing goroutine.
+// follows it with less than spillJoin valid bytes between). A range that comes that
+// close to the start of data and continues one that ended there starts at the start,
+// and one that comes that close to the end ends at the end, so output that is not text
+// makes one range however it was cut into events. For the writing goroutine.
 func (w *Writer) spillInvalid(data []byte, from int64) {
 	start := nextInvalid(data, 0)
+	if start < spillJoin && start < len(data) && w.spillEnd == from {
+		start = 0
+	}
 	for start < len(data) {
 		end := start + 1
 		for {
 			k := nextInvalid(data, end)
+			if k >= len(data) && len(data)-end < spillJoin {
+				end = len(data)
+			}
 			if k >= len(data) || k-end >= spillJoin {
 				w.spillRange(data[start:end], from+int64(start))
 				start = k
@@ -318,6 +327,7 @@ func nextInvalid(p []byte, i int) int {
 // createSpill will, from the backfill). For the writing goroutine.
 func (w *Writer) spillRange(data []byte, from int64) {
 	end := from + int64(len(data))
+	w.spillEnd = end
 	w.smu.Lock()
 	if w.released {
 		w.smu.Unlock()

@@ -30,8 +30,8 @@
 // asked. The bytes the .cast cannot hold exactly go to the raw spill <uuid>.raw beside
 // it: a sparse file with, at their offsets, the ranges of output that hold bytes that
 // are not valid UTF-8 (with the valid bytes between two of them less than 4 KiB apart,
-// so binary output makes a range per chunk written; the writer remembers each range, at
-// most one per 4 KiB of output). Output that is all valid UTF-8 is written once,
+// so binary output makes one range, however it was cut; the writer remembers each
+// range). Output that is all valid UTF-8 is written once,
 // into the .cast, and creates no spill. ReadAt serves what is in the files (not what
 // waits in the writer's buffer: Settled says how far that is), until Release, which
 // deletes the spill; Prune deletes spills that no live writer holds. A .cast that

@@ -570,3 +570,34 @@ func firstDiff(a, b []byte) int {
 	}
 	return min(len(a), len(b))
 }
+
+// TestSpillOneRangeForBinary: output that is not text, cut into events of any size,
+// makes one spilled range (the writer's memory of the spill stays one entry), and reads
+// back exactly.
+func TestSpillOneRangeForBinary(t *testing.T) {
+	t.Parallel()
+	w, _ := create(t, Options{Spill: true})
+	rng := rand.New(rand.NewPCG(1, 3))
+	out := make([]byte, 4<<20)
+	for i := range out {
+		out[i] = byte(rng.Uint32())
+	}
+	for off := 0; off < len(out); {
+		n := min(len(out)-off, 100+rng.IntN(9000))
+		w.Output(t0, int64(off), out[off:off+n])
+		off += n
+	}
+	w.Close(t0, "done")
+	w.smu.RLock()
+	ranges := len(w.spilled)
+	w.smu.RUnlock()
+	if ranges != 1 {
+		t.Errorf("%d spilled ranges for one stream of binary output", ranges)
+	}
+	p := make([]byte, 100<<10)
+	for _, off := range []int64{0, 12345, 3 << 20} {
+		if n := readFull(w, p, off); !bytes.Equal(p[:n], out[off:off+int64(len(p))]) {
+			t.Errorf("ReadAt(%d) = %d bytes, not the output", off, n)
+		}
+	}
+}

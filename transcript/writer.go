@@ -81,6 +81,7 @@ type Writer struct {
 	bufRaw     int64 // raw end of the output events written or buffered
 	segEnd     int64 // raw end of the last output event recorded (-1: none yet)
 	idxRaw     int64 // raw offset of the last index entry
+	spillEnd   int64 // raw end of the last spilled range (-1: none yet)
 
 	smu      sync.RWMutex // guards the fields below; Release closes and deletes the spill
 	spill    *os.File
@@ -108,7 +109,7 @@ func Create(dir, uuid string, h Header, start time.Time, o Options) (*Writer, er
 	if o.Cap <= 0 {
 		o.Cap = DefaultCap
 	}
-	w := &Writer{path: Path(dir, uuid), start: start, cap: o.Cap, segEnd: -1}
+	w := &Writer{path: Path(dir, uuid), start: start, cap: o.Cap, segEnd: -1, spillEnd: -1}
 	f, err := openExclusive(w.path, os.O_WRONLY)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: create: %w", err)
