@@ -58,3 +58,23 @@ func BenchmarkReadAt(b *testing.B) {
 		off += int64(n)
 	}
 }
+
+// BenchmarkOutputUTF8 measures the writer on non-ASCII text in 64 KiB chunks (as the
+// recorder reads a flood), which end inside a character more often than not.
+func BenchmarkOutputUTF8(b *testing.B) {
+	w, err := Create(b.TempDir(), "bench", Header{Width: 80, Height: 24}, time.Now(), Options{Spill: true, Cap: 1 << 40})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Release()
+	text := bytes.Repeat([]byte("é€ 日本語 ok\r\n"), 1<<20/19)
+	b.SetBytes(64 << 10)
+	now := time.Now()
+	var off int64
+	for b.Loop() {
+		i := int(off % int64(len(text)-64<<10))
+		w.Output(now, off, text[i:i+64<<10])
+		off += 64 << 10
+	}
+	w.Close(now, "done")
+}

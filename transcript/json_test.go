@@ -38,7 +38,7 @@ func TestAppendJSONString(t *testing.T) {
 			}
 			p = p[size:]
 		}
-		out, invalid := appendJSONString(nil, in)
+		out, invalid := appendJSONString(nil, nil, in)
 		if invalid != bad {
 			t.Fatalf("%q: invalid = %v", in, invalid)
 		}
@@ -63,6 +63,6 @@ func BenchmarkAppendJSONString(b *testing.B) {
 	b.SetBytes(int64(len(flood)))
 	dst := make([]byte, 0, 2*len(flood))
 	for b.Loop() {
-		dst, _ = appendJSONString(dst[:0], flood)
+		dst, _ = appendJSONString(dst[:0], nil, flood)
 	}
 }

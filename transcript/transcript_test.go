@@ -601,3 +601,29 @@ func TestSpillOneRangeForBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestCarryNoCopy: a chunk that completes a character carried from the one before is
+// encoded where it is: recording it allocates nothing (it used to copy the whole chunk
+// after the carried bytes, and the carry itself), and the output reads back exactly.
+func TestCarryNoCopy(t *testing.T) {
+	w, _ := create(t, Options{Spill: true, Cap: 1 << 40})
+	chunk := append(append([]byte("\x82\xac"), bytes.Repeat([]byte("x"), 1000)...), 0xe2) // … € …
+	w.Output(t0, 0, []byte("\xe2"))
+	off := int64(1)
+	for range 10 { // warm the writer's buffers
+		w.Output(t0, off, chunk)
+		off += int64(len(chunk))
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		w.Output(t0, off, chunk)
+		off += int64(len(chunk))
+	}); a != 0 {
+		t.Errorf("%v allocations per chunk", a)
+	}
+	w.Close(t0, "done")
+	want := append([]byte("\xe2"), bytes.Repeat(chunk, int(off-1)/len(chunk))...)
+	p := make([]byte, len(want)) // the last byte, never completed, from the spill
+	if n := readFull(w, p, 0); !bytes.Equal(p[:n], want) {
+		t.Errorf("read back %d bytes, not the output (first difference at %d)", n, firstDiff(p[:n], want))
+	}
+}

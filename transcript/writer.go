@@ -64,7 +64,9 @@ type Writer struct {
 	size        int64   // bytes of the .cast written or buffered
 	last        float64 // time of the last event (events never go back in time)
 	next        int64   // the raw offset the next Output is expected at
-	carry       []byte  // an incomplete UTF-8 character held for the next event
+	carry       []byte  // an incomplete UTF-8 character held for the next event (in carryBuf)
+	carryBuf    [utf8.UTFMax]byte
+	head        []byte // scratch: a carried character completed
 	capped      bool
 	notRecorded int64 // output bytes past the cap
 	err         error
@@ -167,18 +169,39 @@ func (w *Writer) Output(t time.Time, off int64, p []byte) {
 		return
 	}
 	data, from := p, off
-	if len(w.carry) > 0 {
-		data = append(w.carry, p...) // w.carry is not used again before it is replaced
-		from -= int64(len(w.carry))
+	if c := w.carry; len(c) > 0 {
+		from -= int64(len(c))
 		w.carry = nil
+		if k := completes(c, p); k > 0 {
+			// The carried character is completed by p's first k bytes: the event is
+			// that character, then the rest of p encoded from where it is (not copied
+			// after the carry).
+			w.head = append(append(w.head[:0], c...), p[:k]...)
+			p = p[k:]
+			if k := incompleteTail(p); k > 0 {
+				w.carry = w.carryBuf[:copy(w.carryBuf[:], p[len(p)-k:])]
+				p = p[:len(p)-k]
+			}
+			w.output(t, from, w.head, p)
+			w.maybeCreateSpill()
+			return
+		} else {
+			data = append(c[:len(c):len(c)], p...) // a new array: c is w.carryBuf
+		}
 	}
 	if k := incompleteTail(data); k > 0 {
-		w.carry = append(w.carry[:0:0], data[len(data)-k:]...)
+		w.carry = w.carryBuf[:copy(w.carryBuf[:], data[len(data)-k:])]
 		data = data[:len(data)-k]
 	}
 	if len(data) > 0 {
-		w.output(t, from, data)
+		w.output(t, from, nil, data)
 	}
+	w.maybeCreateSpill()
+}
+
+// maybeCreateSpill creates the spill's file once the output passed Options.SpillAfter
+// if ranges wait for it.
+func (w *Writer) maybeCreateSpill() {
 	if w.unspilled && w.next > w.spillAfter {
 		w.createSpill(w.next)
 	}
@@ -186,13 +209,15 @@ func (w *Writer) Output(t time.Time, off int64, p []byte) {
 
 // output writes the "o" event of data, the output at raw offset from, and, for ReadAt,
 // indexes it and spills its exact bytes when the event could not hold them.
-func (w *Writer) output(t time.Time, from int64, data []byte) {
+//
+// The event's data is head then data (head: a carried character completed, else nil).
+func (w *Writer) output(t time.Time, from int64, head, data []byte) {
 	at := w.size
-	put, invalid := w.eventForce(t, 'o', data, false)
+	put, invalid := w.eventForce(t, 'o', head, data, false)
 	if !put || !w.readable {
 		return
 	}
-	end := from + int64(len(data))
+	end := from + int64(len(head)) + int64(len(data))
 	if from != w.segEnd || from-w.idxRaw >= indexEvery {
 		w.smu.Lock()
 		if !w.released {
@@ -202,8 +227,11 @@ func (w *Writer) output(t time.Time, from int64, data []byte) {
 		w.idxRaw = from
 	}
 	w.segEnd = end
-	if invalid {
-		w.spillInvalid(data, from)
+	if invalid { // in data: head is a valid character
+		if len(head) > 0 && w.spillEnd == from {
+			w.spillRange(head, from) // the range goes on through it (spillInvalid)
+		}
+		w.spillInvalid(data, from+int64(len(head)))
 	}
 	w.bufRaw = end
 	if w.buf == nil || len(*w.buf) == 0 { // written straight through
@@ -241,7 +269,7 @@ func (w *Writer) Resize(t time.Time, cols, rows int) {
 
 // Marker records an "m" event. Markers are written past the cap.
 func (w *Writer) Marker(t time.Time, text string) {
-	w.eventForce(t, 'm', []byte(text), true)
+	w.eventForce(t, 'm', nil, []byte(text), true)
 }
 
 // bufSize is the most events a Writer buffers before writing them to its file.
@@ -313,19 +341,19 @@ func (w *Writer) flushCarry(t time.Time) {
 	if len(w.carry) > 0 {
 		c := w.carry
 		w.carry = nil
-		w.output(t, w.next-int64(len(c)), c)
+		w.output(t, w.next-int64(len(c)), nil, c)
 	}
 }
 
 func (w *Writer) event(t time.Time, code byte, data []byte) {
-	w.eventForce(t, code, data, false)
+	w.eventForce(t, code, nil, data, false)
 }
 
 // eventForce appends one event line; past the cap only forced events (markers)
 // are written, and the first one past it is preceded by the cap marker. It
 // reports whether the line was written (or buffered), and whether data held bytes
 // that are not valid UTF-8 (written as U+FFFD).
-func (w *Writer) eventForce(t time.Time, code byte, data []byte, force bool) (put, invalid bool) {
+func (w *Writer) eventForce(t time.Time, code byte, head, data []byte, force bool) (put, invalid bool) {
 	if w.closed || w.err != nil {
 		return false, false
 	}
@@ -334,7 +362,7 @@ func (w *Writer) eventForce(t time.Time, code byte, data []byte, force bool) (pu
 	line := append(w.line[:0], '[')
 	line = strconv.AppendFloat(line, sec, 'f', 6, 64)
 	line = append(line, ',', ' ', '"', code, '"', ',', ' ')
-	line, invalid = appendJSONString(line, data)
+	line, invalid = appendJSONString(line, head, data)
 	line = append(line, ']', '\n')
 	w.line = line[:0]
 	if !force && !w.capped && w.size+int64(len(line)) > w.cap {
@@ -393,9 +421,28 @@ func (w *Writer) fail(err error) {
 	line = append(line, "\n["...)
 	line = strconv.AppendFloat(line, w.last, 'f', 6, 64)
 	line = append(line, `, "m", `...)
-	line, _ = appendJSONString(line, []byte("[transcript write failed: "+err.Error()+"; recording stopped]"))
+	line, _ = appendJSONString(line, nil, []byte("[transcript write failed: "+err.Error()+"; recording stopped]"))
 	line = append(line, "]\n"...)
 	w.f.Write(line)
+}
+
+// completes returns how many bytes at the start of p complete the incomplete character
+// c (an incompleteTail) into a valid one, 0 when p does not (too short, or the result is
+// not valid UTF-8).
+func completes(c, p []byte) int {
+	var b [utf8.UTFMax]byte
+	n := copy(b[:], c)
+	for k := 1; n < len(b) && k <= len(p); k++ {
+		b[n] = p[k-1]
+		n++
+		if utf8.FullRune(b[:n]) {
+			if r, size := utf8.DecodeRune(b[:n]); r == utf8.RuneError && size <= 1 || size != n {
+				return 0
+			}
+			return k
+		}
+	}
+	return 0
 }
 
 // incompleteTail returns the length of an incomplete but so far valid UTF-8
@@ -421,10 +468,20 @@ const hexDigits = "0123456789abcdef"
 // appendJSONString appends data as a JSON string: valid UTF-8 as is, control
 // characters escaped, each invalid byte as the escape \ufffd (and only those: a U+FFFD
 // printed is written as itself, so decodeBody can tell them apart). It reports
-// whether data held an invalid byte.
-func appendJSONString(dst, data []byte) ([]byte, bool) {
-	invalid := false
+// whether data held an invalid byte. The string's content is head then data, each
+// starting on a character boundary (head: nil, or a character carried from the last
+// chunk and completed), so data is encoded where it is, not copied after head.
+func appendJSONString(dst, head, data []byte) ([]byte, bool) {
 	dst = append(dst, '"')
+	dst, bad := appendJSONBody(dst, head)
+	dst, invalid := appendJSONBody(dst, data)
+	return append(dst, '"'), bad || invalid
+}
+
+// appendJSONBody appends data as the content of a JSON string (appendJSONString) and
+// reports whether it held an invalid byte; data must start on a character boundary.
+func appendJSONBody(dst, data []byte) ([]byte, bool) {
+	invalid := false
 	start := 0
 	for i := 0; i < len(data); {
 		i = plainRun(data, i)
@@ -461,8 +518,7 @@ func appendJSONString(dst, data []byte) ([]byte, bool) {
 		}
 		i += size
 	}
-	dst = append(dst, data[start:]...)
-	return append(dst, '"'), invalid
+	return append(dst, data[start:]...), invalid
 }
 
 // plainRun returns the end of the run of bytes from i that a JSON string holds as they
