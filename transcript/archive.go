@@ -365,24 +365,25 @@ func (w *Writer) spillRange(data []byte, from int64) {
 // goroutine.
 func (w *Writer) createSpill(upTo int64) {
 	w.unspilled = false
-	w.smu.Lock()
-	if w.released || w.spill != nil || w.shut {
-		w.smu.Unlock()
+	w.smu.RLock()
+	skip := w.released || w.spill != nil || w.shut
+	ranges := append([][2]int64(nil), w.spilled...)
+	w.smu.RUnlock()
+	if skip {
 		return
 	}
 	f, err := openExclusive(w.spillP, os.O_RDWR)
 	if err != nil {
-		w.smu.Unlock()
 		w.spillFailed(err)
 		return
 	}
-	w.spill = f
-	ranges := append([][2]int64(nil), w.spilled...)
-	w.smu.Unlock()
+	// The ranges are written before the file is published, so ReadAt never reads one
+	// not written yet.
+	var werr error
 	buf := make([]byte, 64<<10)
 	for _, r := range ranges {
 		r[1] = min(r[1], upTo)
-		for o := r[0]; o < r[1]; {
+		for o := r[0]; o < r[1] && werr == nil; {
 			n, missed := 0, r[1]-o
 			if w.backfill != nil {
 				n, missed = w.backfill(buf[:min(int64(len(buf)), r[1]-o)], o)
@@ -396,12 +397,21 @@ func (w *Writer) createSpill(upTo int64) {
 				continue
 			}
 			n = int(min(int64(n), r[1]-o))
-			if _, err := f.WriteAt(buf[:n], o); err != nil {
-				w.spillFailed(err)
-				return
-			}
+			_, werr = f.WriteAt(buf[:n], o)
 			o += int64(n)
 		}
+	}
+	w.smu.Lock()
+	if w.released { // Release ran meanwhile: it found no file to delete
+		w.smu.Unlock()
+		f.Close()
+		os.Remove(w.spillP)
+		return
+	}
+	w.spill = f
+	w.smu.Unlock()
+	if werr != nil {
+		w.spillFailed(werr)
 	}
 }
 
