@@ -22,7 +22,7 @@ import (
 // not the reading, which goes on to keep the digest of the output.
 //
 // Offsets that have left the ring are read back from the transcript
-// (transcript.Writer.ReadAt): from the .cast, and the events that held bytes that
+// (transcript.Writer.ReadAt): from the .cast, and the ranges that hold bytes that
 // are not valid UTF-8 from the raw spill <uuid>.raw (see package transcript),
 // whose file is created once such output passes half the ring (what came before is
 // copied from the ring). The hub lets go of output only once it is in the files
