@@ -36,15 +36,17 @@ type Completion struct {
 }
 
 // textLog writes the text view of a session's output to <uuid>.log and keeps the digest
-// and line count of the raw output. It is used by the recorder goroutine only. It holds
-// no file descriptor: text is gathered in memory and appended (open, write, close) when
-// 64 KiB have gathered and at the end, so a running session costs no extra fd.
+// and line count of the raw output. It is used by the recorder goroutine only. Text is
+// converted straight into a buffer and appended to the file when 64 KiB have gathered
+// and at the end; the file is open only while the recorder is busy (idle closes it), so
+// a session whose output pauses costs no extra fd, and a flood opens it once per batch
+// rather than once per 64 KiB.
 type textLog struct {
 	path    string
-	pend    []byte // text not yet written
-	started bool   // the file was created (truncated) by this log
+	f       *os.File // the log's file while the recorder is busy; nil when idle
+	pend    []byte   // text not yet written
+	started bool     // the file was created (truncated) by this log
 	conv    termtext.Converter
-	text    []byte
 	sum     hash.Hash
 	lines   int64
 	lost    bool  // output was lost before the log saw it: no digest
@@ -71,8 +73,9 @@ func newTextLog(dir, uuid string, limit int64) *textLog {
 // output takes raw output bytes, in order.
 func (l *textLog) output(p []byte) {
 	l.sum.Write(p)
-	l.text = l.conv.Write(l.text[:0], p)
-	l.put(l.text)
+	mark := len(l.pend)
+	l.pend = l.conv.Write(l.pend, p)
+	l.put(mark)
 }
 
 // gap records that n bytes of output were lost.
@@ -82,9 +85,13 @@ func (l *textLog) gap(n int64) {
 	}
 }
 
-func (l *textLog) put(text []byte) {
+// put takes the text appended to pend from mark on: it counts its lines and keeps what
+// fits under the cap, then appends pend to the file once a chunk has gathered.
+func (l *textLog) put(mark int) {
+	text := l.pend[mark:]
 	l.lines += int64(bytes.Count(text, []byte{'\n'}))
 	if l.failed {
+		l.pend = l.pend[:mark]
 		return
 	}
 	if room := l.cap - l.size; int64(len(text)) > room {
@@ -99,47 +106,60 @@ func (l *textLog) put(text []byte) {
 		}
 		l.dropped += int64(len(text)) - keep
 		text = text[:keep]
+		l.pend = l.pend[:mark+len(text)]
 	}
 	l.size += int64(len(text))
 	if len(text) > 0 {
 		l.midLine = text[len(text)-1] != '\n'
 	}
-	l.pend = append(l.pend, text...)
 	if len(l.pend) >= logChunk {
 		l.flush()
 	}
 }
 
-// flush appends the gathered text to the file.
+// flush appends the gathered text to the file, opening it if it is not open.
 func (l *textLog) flush() {
 	if l.failed || len(l.pend) == 0 && l.started {
 		return
 	}
-	flag := os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	if !l.started {
-		flag |= os.O_TRUNC
+	if l.f == nil {
+		flag := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		if !l.started {
+			flag |= os.O_TRUNC
+		}
+		f, err := os.OpenFile(l.path, flag, 0o600)
+		if err != nil {
+			l.failed = true
+			return
+		}
+		l.f, l.started = f, true
 	}
-	f, err := os.OpenFile(l.path, flag, 0o600)
-	if err != nil {
-		l.failed = true
-		return
-	}
-	l.started = true
-	_, err = f.Write(l.pend)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	_, err := l.f.Write(l.pend)
 	l.failed = err != nil
 	l.pend = l.pend[:0]
+	if l.failed {
+		l.idle()
+	}
+}
+
+// idle closes the file until more text is appended (the recorder has caught up).
+func (l *textLog) idle() {
+	if l.f != nil {
+		if err := l.f.Close(); err != nil {
+			l.failed = true
+		}
+		l.f = nil
+	}
 }
 
 // close finishes the log: the unfinished last line counts as a line.
 func (l *textLog) close() {
-	text := l.conv.Close(l.text[:0])
-	if len(text) > 0 && text[len(text)-1] != '\n' {
-		text = append(text, '\n')
+	mark := len(l.pend)
+	l.pend = l.conv.Close(l.pend)
+	if len(l.pend) > mark && l.pend[len(l.pend)-1] != '\n' {
+		l.pend = append(l.pend, '\n')
 	}
-	l.put(text)
+	l.put(mark)
 	if l.dropped > 0 && !l.failed {
 		if l.midLine {
 			l.pend = append(l.pend, '\n')
@@ -147,6 +167,7 @@ func (l *textLog) close() {
 		l.pend = fmt.Appendf(l.pend, "[ptyhub: %d more bytes of text not logged past the %d-byte cap]\n", l.dropped, l.cap)
 	}
 	l.flush()
+	l.idle()
 	l.pend = nil
 }
 

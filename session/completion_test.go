@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -47,5 +48,44 @@ func TestTextLogCap(t *testing.T) {
 	}
 	if !strings.HasPrefix(body, "1\n2\n3\n") || len(lines) < 100 {
 		t.Errorf("log does not start with the output: %q…", body[:min(len(body), 40)])
+	}
+}
+
+// TestTextLogWhole: the text log of an output far larger than one chunk of the log, in
+// bursts between which the recorder catches up (and closes the log's file), holds the
+// whole text view in order.
+func TestTextLogWhole(t *testing.T) {
+	t.Parallel()
+	m, err := session.NewManager(session.Options{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	c := m.NewClient("test")
+	y := int64(60_000)
+	r, err := c.Exec(context.Background(), session.ExecRequest{Cmd: "seq 1 100000; read x; seq 100001 200000", WaitFor: "(?m)^100000$", YieldTimeMs: &y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = c.Write(context.Background(), session.WriteRequest{SessionID: r.SessionID, Chars: "\n", YieldTimeMs: &y}); err != nil {
+		t.Fatal(err)
+	}
+	if r.State != session.StateExited || r.Completion == nil || r.LogPath == "" {
+		t.Fatalf("no completion facts: %+v", r)
+	}
+	b, err := os.ReadFile(r.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for i := 1; i <= 200000; i++ {
+		want.WriteString(strconv.Itoa(i))
+		want.WriteByte('\n')
+		if i == 100000 {
+			want.WriteByte('\n') // the line typed to read (echoed)
+		}
+	}
+	if string(b) != want.String() {
+		t.Errorf("log holds %d bytes, want the %d of the text view", len(b), want.Len())
 	}
 }

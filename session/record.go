@@ -21,13 +21,16 @@ import (
 // the transcript (a marker if it can still be written, and one log line) but
 // not the reading, which goes on to keep the digest of the output.
 //
-// Offsets that have left the ring are read back from the raw spill
-// <uuid>.raw (see package transcript), created once the output passes half the
-// ring (what came before is copied from the ring). The spill lives while the
-// session is in the manager's table: its file is closed when the transcript
-// ends (read back by opening it again), and deleted when the session is
-// removed or pruned, or when the manager is closed; a later manager's
-// retention pass deletes spills left behind.
+// Offsets that have left the ring are read back from the transcript
+// (transcript.Writer.ReadAt): from the .cast, and the ranges that hold bytes that
+// are not valid UTF-8 from the raw spill <uuid>.raw (see package transcript),
+// whose file is created once such output passes half the ring (what came before is
+// copied from the ring). The hub lets go of output only once it is in the files
+// (Writer.Settled), not while it waits in the writer's buffer. The spill lives while
+// the session is in the manager's table: its file is closed when the transcript
+// ends (read back by opening it again), and deleted when the session is removed or
+// pruned, or when the manager is closed; a later manager's retention pass deletes
+// spills left behind.
 
 // pruneEvery throttles the retention pass: at most once per directory per
 // interval, run by the recorder goroutine of a session that starts.
@@ -377,7 +380,8 @@ func (r *recorder) run(dir string, h transcript.Header) {
 	// recorder reads from offset 0), events in the queue.
 	// Output that fits in the ring is read from the ring: the spill (and its fd) is
 	// created only once the output passes half the ring, from the ring's copy; so the
-	// hold stays at 0 until then (the first Output past spillAfter creates the spill).
+	// hold stays at 0 until then (the first Output past spillAfter creates the spill
+	// if some output needs one).
 	spillAfter := int64(r.s.m.opts.Retain / 2)
 	w, err := r.create(dir, h, spillAfter)
 	if err != nil {
@@ -397,6 +401,13 @@ func (r *recorder) run(dir string, h transcript.Header) {
 	var buf []byte
 	var cur int64
 	status := ""
+	// release lets the hub drop what the transcript's files hold (Writer.Settled: not
+	// what still waits in the writer's buffer), once the output passed spillAfter.
+	release := func() {
+		if cur > spillAfter {
+			hub.Release(min(cur, r.w.Settled()))
+		}
+	}
 	// pump writes output from cur up to limit (-1: all there is); it reports
 	// whether the stream has ended.
 	pump := func(limit int64) bool {
@@ -419,9 +430,7 @@ func (r *recorder) run(dir string, h transcript.Header) {
 				tl.output(buf[:n])
 				cur += int64(n)
 				r.copied.Store(cur)
-				if cur > spillAfter {
-					hub.Release(cur)
-				}
+				release()
 			}
 			if err != nil {
 				return true
@@ -452,10 +461,12 @@ func (r *recorder) run(dir string, h transcript.Header) {
 		}
 		ended := pump(-1)
 		r.w.Flush()
+		release()
 		if buf != nil {
 			b := buf
 			readBufs.Put(&b)
 			buf = nil
+			tl.idle() // caught up: the log's file is closed while nothing comes
 		}
 		if err := r.w.Err(); err != nil && !logged {
 			logged = true

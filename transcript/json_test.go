@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
@@ -10,12 +11,14 @@ import (
 
 // appendJSONString gives a JSON string that decodes to the input, with one U+FFFD for
 // each byte that is not part of valid UTF-8, for any mix of plain runs (taken eight
-// bytes at a time), escapes, multi-byte characters and invalid bytes, at any alignment.
+// bytes at a time), escapes, multi-byte characters and invalid bytes, at any alignment;
+// it says whether there was an invalid byte, and decodeBody gives back the input
+// exactly, but for each invalid byte one 0xFF (a U+FFFD printed stays itself).
 func TestAppendJSONString(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	pieces := []string{"a", "plain text ", "\"", "\\", "\n", "\r\n", "\t", "\x00", "\x1b[31m", "\x7f",
-		"é", "日本", "😀", "\xff", "\xe2\x82", "\xc3", strings.Repeat("x", 17)}
+		"é", "日本", "😀", "\xff", "\xe2\x82", "\xc3", "\ufffd", strings.Repeat("x", 17)}
 	for range 5000 {
 		var b strings.Builder
 		for range r.IntN(12) {
@@ -23,12 +26,25 @@ func TestAppendJSONString(t *testing.T) {
 		}
 		in := []byte(b.String())
 		var want strings.Builder
+		var exact []byte
+		bad := false
 		for p := in; len(p) > 0; {
 			c, size := utf8.DecodeRune(p)
 			want.WriteRune(c) // RuneError (U+FFFD) for an invalid byte, size 1
+			if c == utf8.RuneError && size == 1 {
+				exact, bad = append(exact, 0xFF), true
+			} else {
+				exact = append(exact, p[:size]...)
+			}
 			p = p[size:]
 		}
-		out := appendJSONString(nil, in)
+		out, invalid := appendJSONString(nil, nil, in)
+		if invalid != bad {
+			t.Fatalf("%q: invalid = %v", in, invalid)
+		}
+		if back, ok := decodeBody(nil, out[1:len(out)-1], -1); !ok || !bytes.Equal(back, exact) {
+			t.Fatalf("%q → %s decodes back to %q (%v), want %q", in, out, back, ok, exact)
+		}
 		var got string
 		if err := json.Unmarshal(out, &got); err != nil {
 			t.Fatalf("%q → %s: not JSON: %v", in, out, err)
@@ -47,6 +63,6 @@ func BenchmarkAppendJSONString(b *testing.B) {
 	b.SetBytes(int64(len(flood)))
 	dst := make([]byte, 0, 2*len(flood))
 	for b.Loop() {
-		dst = appendJSONString(dst[:0], flood)
+		dst, _ = appendJSONString(dst[:0], nil, flood)
 	}
 }

@@ -8,10 +8,11 @@
 //
 //   - "o": output, the bytes the program printed. A chunk that ends inside a
 //     UTF-8 character carries the incomplete tail to the next event, so valid
-//     UTF-8 output is never turned into U+FFFD. Bytes that are not valid UTF-8
-//     at all cannot be held by a JSON string: they are written as U+FFFD (the
-//     exact bytes stay readable through the raw spill, see below, while the
-//     writer is open).
+//     UTF-8 output is never turned into U+FFFD, and the events' data follow one
+//     another at consecutive output offsets. Bytes that are not valid UTF-8 at
+//     all cannot be held by a JSON string: each is written as the escape
+//     \ufffd (a U+FFFD the program printed is written as itself); their exact
+//     bytes go to the raw spill, see below.
 //   - "i": input typed into the program. Input typed while the terminal had
 //     echo off is never written: an "m" marker "[N bytes of hidden input]"
 //     stands for it.
@@ -21,12 +22,20 @@
 //     of every finished transcript, "[session ended: …]" with the exit code,
 //     signal or time-out.
 //
-// Raw spill: beside the .cast, a writer opened with Options.Spill keeps
-// <uuid>.raw, the output bytes exactly as printed, at their absolute offsets,
-// so that offsets that have left a session's in-memory ring can be read back
-// exactly (Writer.ReadAt) — a .cast is escaped JSON and cannot hold invalid
-// UTF-8. The spill lives as long as the writer (Writer.Release deletes it);
-// Prune deletes spills that no live writer holds.
+// Reading output back: a writer opened with Options.Spill can read the output it
+// recorded back exactly, at its absolute offsets (Writer.ReadAt), so that offsets that
+// have left a session's in-memory ring stay readable. It keeps a sparse index of its
+// output events in memory (one entry per 64 KiB of output and one after each loss,
+// 16 bytes each) and decodes the .cast from the indexed event at or before the offset
+// asked. The bytes the .cast cannot hold exactly go to the raw spill <uuid>.raw beside
+// it: a sparse file with, at their offsets, the ranges of output that hold bytes that
+// are not valid UTF-8 (with the valid bytes between two of them less than 4 KiB apart,
+// so binary output makes one range, however it was cut; the writer remembers each
+// range). Output that is all valid UTF-8 is written once,
+// into the .cast, and creates no spill. ReadAt serves what is in the files (not what
+// waits in the writer's buffer: Settled says how far that is), until Release, which
+// deletes the spill; Prune deletes spills that no live writer holds. A .cast that
+// Prune deleted, or that was edited, can no longer be read back.
 //
 // Files are 0600 in a 0700 directory that must be a real directory owned by
 // the current user. A live writer holds an exclusive flock(2) on its files;

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,7 +140,8 @@ func TestWriterEvents(t *testing.T) {
 			t.Errorf("event %d = %+v, want %+v", i, evs[i], want[i])
 		}
 	}
-	// The spill has the exact bytes, the lost range reads as nothing.
+	// ReadAt reads the exact bytes (the .cast's, the spill's for the invalid byte), the
+	// lost range reads as nothing.
 	for _, c := range []struct {
 		off  int64
 		want string
@@ -155,7 +157,7 @@ func TestWriterEvents(t *testing.T) {
 		if c.want == "" {
 			p = make([]byte, 4)
 		}
-		if n := w.ReadAt(p, c.off); string(p[:n]) != c.want {
+		if n := readFull(w, p, c.off); string(p[:n]) != c.want {
 			t.Errorf("ReadAt(%d) = %q, want %q", c.off, p[:n], c.want)
 		}
 	}
@@ -371,6 +373,7 @@ func TestPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Release()
+	live.Output(now, 0, []byte("\xff")) // not UTF-8: creates the spill
 	p := live.Path()
 	os.Chtimes(p, now.Add(-30*24*time.Hour), now.Add(-30*24*time.Hour))
 
@@ -394,28 +397,40 @@ func TestPrune(t *testing.T) {
 	}
 }
 
-// TestDelayedSpill: with SpillAfter, a transcript whose output stays below it creates no
-// spill file (the session holds no fd for it); once the output passes it, the spill is
-// created and the bytes before are written from Backfill, so ReadAt finds every byte;
+// TestDelayedSpill: output that is valid UTF-8 never creates a spill file, and ReadAt
+// reads every byte of it back from the .cast. With SpillAfter, output whose invalid
+// bytes all stay below it creates none either (the session holds no fd for it; those
+// ranges read as nothing, the hub has them); once the output passes it, the spill is
+// created and the ranges before are written from Backfill, so ReadAt finds every byte;
 // what Backfill no longer has is a gap.
 func TestDelayedSpill(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	var out []byte // the output as the ring would hold it
+	var valid, mixed []byte // the output as the ring would hold it
 	for i := range 3000 {
-		out = fmt.Appendf(out, "line %d\n", i)
+		valid = fmt.Appendf(valid, "line %d é\n", i)
+		if i%500 == 3 {
+			mixed = fmt.Appendf(mixed, "bad \xff\xfe %d\n", i)
+		} else {
+			mixed = fmt.Appendf(mixed, "line %d é\n", i)
+		}
 	}
+	badAt := int64(bytes.IndexByte(mixed, 0xff))
 	for _, tc := range []struct {
 		name   string
+		out    []byte
 		upTo   int  // output written
 		forget int  // bytes the backfill no longer has
 		spill  bool // a spill file is expected
 	}{
-		{"small", 1000, 0, false},
-		{"past the threshold", len(out), 0, true},
-		{"backfill lost the start", len(out), 500, true},
+		{"valid small", valid, bytes.IndexByte(valid[1000:], '\n') + 1001, 0, false},
+		{"valid past the threshold", valid, len(valid), 0, false},
+		{"invalid small", mixed, 1000, 0, false},
+		{"invalid past the threshold", mixed, len(mixed), 0, true},
+		{"backfill lost the start", mixed, len(mixed), 500, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			out := tc.out
 			id := "0190-" + strings.ReplaceAll(tc.name, " ", "-")
 			backfill := func(p []byte, off int64) (int, int64) { // a ring that lost its start
 				missed := max(0, int64(tc.forget)-off)
@@ -434,21 +449,181 @@ func TestDelayedSpill(t *testing.T) {
 			}
 			w.Close(t0, "done")
 			p := make([]byte, 100)
-			for _, off := range []int64{0, 600, 5000, int64(tc.upTo) - 100} {
-				n := w.ReadAt(p, off)
-				switch {
-				case !tc.spill || off < int64(tc.forget):
-					if n != 0 {
-						t.Errorf("ReadAt(%d) = %d bytes, want none", off, n)
-					}
-				case n != 100 || string(p) != string(out[off:off+100]):
-					t.Errorf("ReadAt(%d) = %q, want %q", off, p[:n], out[off:off+100])
+			for _, off := range []int64{0, badAt - 5, badAt, 600, 5000, int64(tc.upTo) - 100} {
+				if off >= int64(tc.upTo) {
+					continue
+				}
+				n := readFull(w, p, off)
+				want := out[off:min(off+100, int64(tc.upTo))]
+				// The spill holds whole events (here: the 700-byte chunk with the
+				// invalid bytes); without the spill's file, or with the backfill's
+				// loss, that chunk is in no file (the hub has it).
+				mayMiss := &tc.out[0] == &mixed[0] && off < 700 &&
+					(!tc.spill || tc.forget > 0)
+				if !bytes.Equal(p[:n], want[:n]) || (n < len(want) && !mayMiss) {
+					t.Errorf("ReadAt(%d) = %q, want %q", off, p[:n], want)
 				}
 			}
 			w.Release()
 			if _, err := os.Stat(SpillPath(dir, id)); err == nil {
 				t.Error("spill left after Release")
 			}
+			if n := w.ReadAt(p, 0); n != 0 {
+				t.Errorf("ReadAt after Release = %d bytes", n)
+			}
 		})
+	}
+}
+
+// readFull reads p at off through as many ReadAt calls as it takes (each serves one
+// file), and returns how many bytes it got before the first that none has.
+func readFull(w *Writer, p []byte, off int64) int {
+	n := 0
+	for n < len(p) {
+		k := w.ReadAt(p[n:], off+int64(n))
+		if k == 0 {
+			break
+		}
+		n += k
+	}
+	return n
+}
+
+// TestReadAtFromCast: output fed in chunks of every size, with characters split
+// between chunks, escapes and bytes that are not UTF-8, reads back byte for byte from
+// any offset, before Close (once flushed) and after; only ranges with invalid bytes go
+// to the spill, and the index stays sparse.
+func TestReadAtFromCast(t *testing.T) {
+	t.Parallel()
+	w, dir := create(t, Options{Spill: true})
+	rng := rand.New(rand.NewPCG(8, 9))
+	pieces := []string{"plain text ", "é", "€", "😀", "\r\n", "\t", "\x1b[31m", "\"", "\\", "\x00", "\ufffd", strings.Repeat("y", 300)}
+	var out []byte
+	for len(out) < 1<<20 {
+		out = append(out, pieces[rng.IntN(len(pieces))]...)
+		if rng.IntN(2000) == 0 {
+			out = append(out, "\xff\xc3"[:1+rng.IntN(2)]...)
+		}
+	}
+	for off := 0; off < len(out); {
+		n := min(len(out)-off, 1+rng.IntN(9000))
+		w.Output(t0, int64(off), out[off:off+n])
+		off += n
+	}
+	check := func(when string) {
+		p := make([]byte, 5000)
+		for range 2000 {
+			off := rng.Int64N(int64(len(out)))
+			want := out[off:min(int64(len(out)), off+int64(1+rng.IntN(len(p))))]
+			if n := readFull(w, p[:len(want)], off); !bytes.Equal(p[:n], want) {
+				t.Fatalf("%s: ReadAt(%d) = %d bytes, want %d (first difference at %d)", when, off, n, len(want), firstDiff(p[:n], want))
+			}
+		}
+	}
+	w.Flush()
+	check("before Close")
+	w.smu.RLock()
+	spilled := int64(0)
+	for _, r := range w.spilled {
+		spilled += r[1] - r[0]
+	}
+	entries := len(w.idx)
+	w.smu.RUnlock()
+	if bad := bytes.Count([]byte(strings.ToValidUTF8(string(out), "\x01\x02")), []byte("\x01\x02")); bad == 0 || spilled > int64(bad)*2*spillJoin {
+		t.Errorf("%d bytes spilled for %d runs of invalid bytes", spilled, bad)
+	}
+	if entries > len(out)/indexEvery+2 {
+		t.Errorf("%d index entries for %d bytes of output", entries, len(out))
+	}
+	w.Close(t0, "done")
+	check("after Close")
+	if fi, err := os.Stat(SpillPath(dir, "0190-test")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("spill: %v", err)
+	}
+}
+
+// TestNoSpillForText: output that is all valid UTF-8 creates no raw spill; ReadAt reads
+// it from the .cast.
+func TestNoSpillForText(t *testing.T) {
+	t.Parallel()
+	w, dir := create(t, Options{Spill: true})
+	out := bytes.Repeat([]byte("text é€ \x1b[1m\r\n"), 100000)
+	for off := 0; off < len(out); off += 4093 {
+		w.Output(t0, int64(off), out[off:min(off+4093, len(out))])
+	}
+	w.Close(t0, "done")
+	if _, err := os.Stat(SpillPath(dir, "0190-test")); !os.IsNotExist(err) {
+		t.Errorf("a spill for valid UTF-8 output: %v", err)
+	}
+	p := make([]byte, 10000)
+	if n := readFull(w, p, 777777); !bytes.Equal(p[:n], out[777777:777777+10000]) {
+		t.Errorf("ReadAt(777777) = %d bytes, not the output", n)
+	}
+}
+
+// firstDiff returns the first index where a and b differ.
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// TestSpillOneRangeForBinary: output that is not text, cut into events of any size,
+// makes one spilled range (the writer's memory of the spill stays one entry), and reads
+// back exactly.
+func TestSpillOneRangeForBinary(t *testing.T) {
+	t.Parallel()
+	w, _ := create(t, Options{Spill: true})
+	rng := rand.New(rand.NewPCG(1, 3))
+	out := make([]byte, 4<<20)
+	for i := range out {
+		out[i] = byte(rng.Uint32())
+	}
+	for off := 0; off < len(out); {
+		n := min(len(out)-off, 100+rng.IntN(9000))
+		w.Output(t0, int64(off), out[off:off+n])
+		off += n
+	}
+	w.Close(t0, "done")
+	w.smu.RLock()
+	ranges := len(w.spilled)
+	w.smu.RUnlock()
+	if ranges != 1 {
+		t.Errorf("%d spilled ranges for one stream of binary output", ranges)
+	}
+	p := make([]byte, 100<<10)
+	for _, off := range []int64{0, 12345, 3 << 20} {
+		if n := readFull(w, p, off); !bytes.Equal(p[:n], out[off:off+int64(len(p))]) {
+			t.Errorf("ReadAt(%d) = %d bytes, not the output", off, n)
+		}
+	}
+}
+
+// TestCarryNoCopy: a chunk that completes a character carried from the one before is
+// encoded where it is: recording it allocates nothing (it used to copy the whole chunk
+// after the carried bytes, and the carry itself), and the output reads back exactly.
+func TestCarryNoCopy(t *testing.T) {
+	w, _ := create(t, Options{Spill: true, Cap: 1 << 40})
+	chunk := append(append([]byte("\x82\xac"), bytes.Repeat([]byte("x"), 1000)...), 0xe2) // … € …
+	w.Output(t0, 0, []byte("\xe2"))
+	off := int64(1)
+	for range 10 { // warm the writer's buffers
+		w.Output(t0, off, chunk)
+		off += int64(len(chunk))
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		w.Output(t0, off, chunk)
+		off += int64(len(chunk))
+	}); a != 0 {
+		t.Errorf("%v allocations per chunk", a)
+	}
+	w.Close(t0, "done")
+	want := append([]byte("\xe2"), bytes.Repeat(chunk, int(off-1)/len(chunk))...)
+	p := make([]byte, len(want)) // the last byte, never completed, from the spill
+	if n := readFull(w, p, 0); !bytes.Equal(p[:n], want) {
+		t.Errorf("read back %d bytes, not the output (first difference at %d)", n, firstDiff(p[:n], want))
 	}
 }

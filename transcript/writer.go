@@ -35,13 +35,15 @@ type Options struct {
 	// (default DefaultCap); markers still are. The spill stops at the same
 	// point.
 	Cap int64
-	// Spill keeps the raw output in <uuid>.raw for ReadAt.
+	// Spill makes the recorded output readable back by ReadAt: the writer keeps an
+	// index of its output events, and the exact bytes of the output ranges that hold
+	// bytes that are not valid UTF-8 in <uuid>.raw (created with the first such range).
 	Spill bool
 	// SpillAfter, when positive, delays creating the spill until the output passes
 	// that many bytes (a session whose output all stays in memory never holds a file
-	// descriptor for it); the bytes before are then read back with Backfill, which
-	// reports how many bytes at off it no longer has (missed: a gap) and copies the n
-	// bytes that follow them into p (as broadcast.Hub.ReadAt).
+	// descriptor for it); the ranges to spill before are then read back with Backfill,
+	// which reports how many bytes at off it no longer has (missed: a gap) and copies
+	// the n bytes that follow them into p (as broadcast.Hub.ReadAt).
 	SpillAfter int64
 	Backfill   func(p []byte, off int64) (n int, missed int64)
 }
@@ -62,23 +64,37 @@ type Writer struct {
 	size        int64   // bytes of the .cast written or buffered
 	last        float64 // time of the last event (events never go back in time)
 	next        int64   // the raw offset the next Output is expected at
-	carry       []byte  // an incomplete UTF-8 character held for the next event
+	carry       []byte  // an incomplete UTF-8 character held for the next event (in carryBuf)
+	carryBuf    [utf8.UTFMax]byte
+	head        []byte // scratch: a carried character completed
 	capped      bool
 	notRecorded int64 // output bytes past the cap
 	err         error
 	closed      bool
 	line        []byte // scratch
 
-	smu    sync.RWMutex // guards spill (closed and deleted by Release), shut and gaps
-	spill  *os.File
-	shut   bool // the spill's file was closed by Close; ReadAt opens it again
-	spillP string
-	// pending: the spill is not created yet (Options.SpillAfter); guarded by smu.
-	pending    bool
+	// Reading back (Options.Spill), see archive.go. The fields up to smu belong to the
+	// writing goroutine.
+	readable   bool
 	spillAfter int64
 	backfill   func(p []byte, off int64) (int, int64)
-	gaps       [][2]int64   // raw ranges never written to the spill
-	rawEnd     atomic.Int64 // bytes [0, rawEnd) are in the spill, except gaps
+	spillP     string
+	unspilled  bool  // spilled has ranges the spill's file (not created yet) lacks
+	bufRaw     int64 // raw end of the output events written or buffered
+	segEnd     int64 // raw end of the last output event recorded (-1: none yet)
+	idxRaw     int64 // raw offset of the last index entry
+	spillEnd   int64 // raw end of the last spilled range (-1: none yet)
+
+	smu      sync.RWMutex // guards the fields below; Release closes and deletes the spill
+	spill    *os.File
+	shut     bool // the spill's file was closed by Close; ReadAt opens it again
+	released bool
+	idx      []indexEntry // output events to start decoding at, in raw (and file) order
+	spilled  [][2]int64   // raw ranges whose exact bytes are (or go) in the spill, in order
+	gaps     [][2]int64   // ranges of spilled whose bytes never reached the spill's file
+	durable  atomic.Int64 // recorded output before it is in the files (ReadAt serves it)
+	hmu      sync.Mutex   // guards hint; a leaf of the lock order
+	hint     indexEntry   // where the last ReadAt stopped decoding (an event's start)
 }
 
 // Create creates the transcript of session uuid in dir (created 0700 and
@@ -95,20 +111,16 @@ func Create(dir, uuid string, h Header, start time.Time, o Options) (*Writer, er
 	if o.Cap <= 0 {
 		o.Cap = DefaultCap
 	}
-	w := &Writer{path: Path(dir, uuid), start: start, cap: o.Cap}
+	w := &Writer{path: Path(dir, uuid), start: start, cap: o.Cap, segEnd: -1, spillEnd: -1}
 	f, err := openExclusive(w.path, os.O_WRONLY)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: create: %w", err)
 	}
 	w.f = f
-	if o.Spill && o.SpillAfter > 0 && o.Backfill != nil {
-		w.spillP, w.pending, w.spillAfter, w.backfill = SpillPath(dir, uuid), true, o.SpillAfter, o.Backfill
-	} else if o.Spill {
-		w.spillP = SpillPath(dir, uuid)
-		if w.spill, err = openExclusive(w.spillP, os.O_RDWR); err != nil {
-			f.Close()
-			os.Remove(w.path)
-			return nil, fmt.Errorf("transcript: create spill: %w", err)
+	if o.Spill {
+		w.readable, w.spillP = true, SpillPath(dir, uuid)
+		if o.SpillAfter > 0 && o.Backfill != nil {
+			w.spillAfter, w.backfill = o.SpillAfter, o.Backfill
 		}
 	}
 	h.Version = 2
@@ -142,7 +154,6 @@ func (w *Writer) Output(t time.Time, off int64, p []byte) {
 	if off > w.next {
 		lost := off - w.next
 		w.flushCarry(t)
-		w.noteGap(w.next, off)
 		w.Marker(t, fmt.Sprintf("[%d bytes of output lost: the transcript fell behind]", lost))
 		w.next = off
 	} else if off < w.next { // already recorded
@@ -155,22 +166,88 @@ func (w *Writer) Output(t time.Time, off int64, p []byte) {
 	w.next = off + int64(len(p))
 	if w.capped || w.err != nil {
 		w.notRecorded += int64(len(p))
-		w.noteGap(off, w.next)
 		return
 	}
-	w.writeSpill(p, off)
-	data := p
-	if len(w.carry) > 0 {
-		data = append(w.carry, p...) // w.carry is not used again before it is replaced
+	data, from := p, off
+	if c := w.carry; len(c) > 0 {
+		from -= int64(len(c))
 		w.carry = nil
+		if k := completes(c, p); k > 0 {
+			// The carried character is completed by p's first k bytes: the event is
+			// that character, then the rest of p encoded from where it is (not copied
+			// after the carry).
+			w.head = append(append(w.head[:0], c...), p[:k]...)
+			p = p[k:]
+			if k := incompleteTail(p); k > 0 {
+				w.carry = w.carryBuf[:copy(w.carryBuf[:], p[len(p)-k:])]
+				p = p[:len(p)-k]
+			}
+			w.output(t, from, w.head, p)
+			w.maybeCreateSpill()
+			return
+		} else {
+			data = append(c[:len(c):len(c)], p...) // a new array: c is w.carryBuf
+		}
 	}
 	if k := incompleteTail(data); k > 0 {
-		w.carry = append([]byte(nil), data[len(data)-k:]...)
+		w.carry = w.carryBuf[:copy(w.carryBuf[:], data[len(data)-k:])]
 		data = data[:len(data)-k]
 	}
 	if len(data) > 0 {
-		w.event(t, 'o', data)
+		w.output(t, from, nil, data)
 	}
+	w.maybeCreateSpill()
+}
+
+// maybeCreateSpill creates the spill's file once the output passed Options.SpillAfter
+// if ranges wait for it.
+func (w *Writer) maybeCreateSpill() {
+	if w.unspilled && w.next > w.spillAfter {
+		w.createSpill(w.next)
+	}
+}
+
+// output writes the "o" event of data, the output at raw offset from, and, for ReadAt,
+// indexes it and spills its exact bytes when the event could not hold them.
+//
+// The event's data is head then data (head: a carried character completed, else nil).
+func (w *Writer) output(t time.Time, from int64, head, data []byte) {
+	at := w.size
+	put, invalid := w.eventForce(t, 'o', head, data, false)
+	if !put || !w.readable {
+		return
+	}
+	end := from + int64(len(head)) + int64(len(data))
+	if from != w.segEnd || from-w.idxRaw >= indexEvery {
+		w.smu.Lock()
+		if !w.released {
+			w.idx = append(w.idx, indexEntry{raw: from, cast: at})
+		}
+		w.smu.Unlock()
+		w.idxRaw = from
+	}
+	w.segEnd = end
+	if invalid { // in data: head is a valid character
+		if len(head) > 0 && w.spillEnd == from {
+			w.spillRange(head, from) // the range goes on through it (spillInvalid)
+		}
+		w.spillInvalid(data, from+int64(len(head)))
+	}
+	w.bufRaw = end
+	if w.buf == nil || len(*w.buf) == 0 { // written straight through
+		w.durable.Store(end)
+	}
+}
+
+// Settled returns the output offset below which the writer no longer needs the bytes
+// from anywhere else: what it recorded is in its files (ReadAt can serve it), and what
+// it will not record (past the cap, after a write error) it never will. A held hub may
+// let go of the bytes before it. For the writing goroutine.
+func (w *Writer) Settled() int64 {
+	if !w.readable || w.capped || w.err != nil || w.closed {
+		return w.next
+	}
+	return w.durable.Load()
 }
 
 // Input records input typed into the program.
@@ -192,7 +269,7 @@ func (w *Writer) Resize(t time.Time, cols, rows int) {
 
 // Marker records an "m" event. Markers are written past the cap.
 func (w *Writer) Marker(t time.Time, text string) {
-	w.eventForce(t, 'm', []byte(text), true)
+	w.eventForce(t, 'm', nil, []byte(text), true)
 }
 
 // bufSize is the most events a Writer buffers before writing them to its file.
@@ -225,13 +302,16 @@ func (w *Writer) writeBuf() {
 	}
 	if _, err := w.f.Write(b); err != nil {
 		w.fail(err)
+		return
 	}
+	w.durable.Store(w.bufRaw)
 }
 
 // Close writes what is pending, a marker for output not recorded past the
 // cap, and the end marker EndPrefix+status+"]", then closes the .cast and
 // the spill's file (so a finished transcript holds no file descriptor). The
-// spill stays readable until Release. It returns the first write error.
+// output stays readable (ReadAt opens the files per read) until Release. It
+// returns the first write error.
 func (w *Writer) Close(t time.Time, status string) error {
 	if w.closed {
 		return w.err
@@ -255,174 +335,34 @@ func (w *Writer) Close(t time.Time, status string) error {
 	return w.err
 }
 
-// Release closes and deletes the raw spill; ReadAt then returns 0. Safe to
-// call more than once, from any goroutine.
-func (w *Writer) Release() {
-	w.smu.Lock()
-	defer w.smu.Unlock()
-	w.pending = false
-	if w.spill != nil || w.shut {
-		os.Remove(w.spillP)
-		if w.spill != nil {
-			w.spill.Close()
-		}
-		w.spill, w.shut = nil, false
-	}
-}
-
-// ReadAt copies recorded output bytes at raw offset off into p from the
-// spill and returns how many (0 when the spill does not hold off: no spill,
-// released, not written yet, lost, or past the cap). Safe for concurrent use
-// with the writing goroutine.
-func (w *Writer) ReadAt(p []byte, off int64) int {
-	w.smu.RLock()
-	defer w.smu.RUnlock()
-	if (w.spill == nil && !w.shut) || off < 0 {
-		return 0
-	}
-	end := w.rawEnd.Load()
-	if off >= end {
-		return 0
-	}
-	n := min(int64(len(p)), end-off)
-	for _, g := range w.gaps {
-		if off >= g[0] && off < g[1] {
-			return 0
-		}
-		if g[0] > off && g[0] < off+n {
-			n = g[0] - off
-		}
-	}
-	f := w.spill
-	if f == nil { // closed with the transcript: open it for this read
-		var err error
-		if f, err = os.Open(w.spillP); err != nil {
-			return 0
-		}
-		defer f.Close()
-	}
-	got, _ := f.ReadAt(p[:n], off)
-	return got
-}
-
-func (w *Writer) writeSpill(p []byte, off int64) {
-	w.smu.RLock()
-	pending := w.pending
-	w.smu.RUnlock()
-	if pending {
-		if off+int64(len(p)) <= w.spillAfter {
-			return
-		}
-		if !w.createSpill(off) {
-			return
-		}
-	}
-	// A read lock: writing at new offsets does not disturb readers; Release (the write
-	// lock) may close the spill at any time.
-	w.smu.RLock()
-	if w.spill == nil {
-		w.smu.RUnlock()
-		return
-	}
-	_, err := w.spill.WriteAt(p, off)
-	w.smu.RUnlock()
-	if err != nil {
-		w.fail(fmt.Errorf("spill: %w", err))
-		return
-	}
-	w.rawEnd.Store(off + int64(len(p)))
-}
-
-// createSpill creates the delayed spill and writes the output before off into it, read
-// back with the backfill (what it no longer has becomes a gap). It reports whether the
-// spill exists.
-func (w *Writer) createSpill(off int64) bool {
-	w.smu.Lock()
-	if !w.pending { // released meanwhile
-		w.smu.Unlock()
-		return false
-	}
-	w.pending = false
-	f, err := openExclusive(w.spillP, os.O_RDWR)
-	if err != nil {
-		w.smu.Unlock()
-		w.fail(fmt.Errorf("spill: %w", err))
-		return false
-	}
-	w.spill = f
-	w.smu.Unlock()
-	buf := make([]byte, 64<<10)
-	for o := int64(0); o < off; {
-		n, missed := w.backfill(buf[:min(int64(len(buf)), off-o)], o)
-		if missed > 0 {
-			w.noteGap(o, min(o+missed, off))
-			o += missed
-		}
-		if n == 0 {
-			if missed == 0 {
-				w.noteGap(o, off)
-				break
-			}
-			continue
-		}
-		n = int(min(int64(n), off-o))
-		if n <= 0 {
-			break
-		}
-		if _, err := f.WriteAt(buf[:n], o); err != nil {
-			w.fail(fmt.Errorf("spill: %w", err))
-			return false
-		}
-		o += int64(n)
-	}
-	w.rawEnd.Store(max(w.rawEnd.Load(), off))
-	return true
-}
-
-func (w *Writer) noteGap(from, to int64) {
-	if from >= to {
-		return
-	}
-	w.smu.Lock()
-	if w.spill == nil && !w.pending {
-		w.smu.Unlock()
-		return
-	}
-	if n := len(w.gaps); n > 0 && w.gaps[n-1][1] == from {
-		w.gaps[n-1][1] = to
-	} else {
-		w.gaps = append(w.gaps, [2]int64{from, to})
-	}
-	w.smu.Unlock()
-	w.rawEnd.Store(to)
-}
-
 // flushCarry writes a held incomplete character (it will never be completed
 // here: it becomes U+FFFD).
 func (w *Writer) flushCarry(t time.Time) {
 	if len(w.carry) > 0 {
 		c := w.carry
 		w.carry = nil
-		w.event(t, 'o', c)
+		w.output(t, w.next-int64(len(c)), nil, c)
 	}
 }
 
 func (w *Writer) event(t time.Time, code byte, data []byte) {
-	w.eventForce(t, code, data, false)
+	w.eventForce(t, code, nil, data, false)
 }
 
 // eventForce appends one event line; past the cap only forced events (markers)
-// are written, and the first one past it is preceded by the cap marker.
-func (w *Writer) eventForce(t time.Time, code byte, data []byte, force bool) {
+// are written, and the first one past it is preceded by the cap marker. It
+// reports whether the line was written (or buffered), and whether data held bytes
+// that are not valid UTF-8 (written as U+FFFD).
+func (w *Writer) eventForce(t time.Time, code byte, head, data []byte, force bool) (put, invalid bool) {
 	if w.closed || w.err != nil {
-		return
+		return false, false
 	}
 	sec := max(t.Sub(w.start).Seconds(), w.last)
 	w.last = sec
 	line := append(w.line[:0], '[')
 	line = strconv.AppendFloat(line, sec, 'f', 6, 64)
 	line = append(line, ',', ' ', '"', code, '"', ',', ' ')
-	line = appendJSONString(line, data)
+	line, invalid = appendJSONString(line, head, data)
 	line = append(line, ']', '\n')
 	w.line = line[:0]
 	if !force && !w.capped && w.size+int64(len(line)) > w.cap {
@@ -431,15 +371,16 @@ func (w *Writer) eventForce(t time.Time, code byte, data []byte, force bool) {
 			w.notRecorded += int64(len(data))
 		}
 		w.Marker(t, fmt.Sprintf("[transcript cap of %d bytes reached: recording stopped]", w.cap))
-		return
+		return false, false
 	}
 	if w.capped && !force {
 		if code == 'o' {
 			w.notRecorded += int64(len(data))
 		}
-		return
+		return false, false
 	}
 	w.put(line)
+	return w.err == nil, invalid
 }
 
 // put buffers b (or, when it is as large as the buffer, writes it straight through).
@@ -480,9 +421,28 @@ func (w *Writer) fail(err error) {
 	line = append(line, "\n["...)
 	line = strconv.AppendFloat(line, w.last, 'f', 6, 64)
 	line = append(line, `, "m", `...)
-	line = appendJSONString(line, []byte("[transcript write failed: "+err.Error()+"; recording stopped]"))
+	line, _ = appendJSONString(line, nil, []byte("[transcript write failed: "+err.Error()+"; recording stopped]"))
 	line = append(line, "]\n"...)
 	w.f.Write(line)
+}
+
+// completes returns how many bytes at the start of p complete the incomplete character
+// c (an incompleteTail) into a valid one, 0 when p does not (too short, or the result is
+// not valid UTF-8).
+func completes(c, p []byte) int {
+	var b [utf8.UTFMax]byte
+	n := copy(b[:], c)
+	for k := 1; n < len(b) && k <= len(p); k++ {
+		b[n] = p[k-1]
+		n++
+		if utf8.FullRune(b[:n]) {
+			if r, size := utf8.DecodeRune(b[:n]); r == utf8.RuneError && size <= 1 || size != n {
+				return 0
+			}
+			return k
+		}
+	}
+	return 0
 }
 
 // incompleteTail returns the length of an incomplete but so far valid UTF-8
@@ -506,9 +466,22 @@ func incompleteTail(p []byte) int {
 const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends data as a JSON string: valid UTF-8 as is, control
-// characters escaped, invalid bytes as U+FFFD.
-func appendJSONString(dst, data []byte) []byte {
+// characters escaped, each invalid byte as the escape \ufffd (and only those: a U+FFFD
+// printed is written as itself, so decodeBody can tell them apart). It reports
+// whether data held an invalid byte. The string's content is head then data, each
+// starting on a character boundary (head: nil, or a character carried from the last
+// chunk and completed), so data is encoded where it is, not copied after head.
+func appendJSONString(dst, head, data []byte) ([]byte, bool) {
 	dst = append(dst, '"')
+	dst, bad := appendJSONBody(dst, head)
+	dst, invalid := appendJSONBody(dst, data)
+	return append(dst, '"'), bad || invalid
+}
+
+// appendJSONBody appends data as the content of a JSON string (appendJSONString) and
+// reports whether it held an invalid byte; data must start on a character boundary.
+func appendJSONBody(dst, data []byte) ([]byte, bool) {
+	invalid := false
 	start := 0
 	for i := 0; i < len(data); {
 		i = plainRun(data, i)
@@ -538,14 +511,14 @@ func appendJSONString(dst, data []byte) []byte {
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, data[start:i]...)
 			dst = append(dst, `\ufffd`...)
+			invalid = true
 			i++
 			start = i
 			continue
 		}
 		i += size
 	}
-	dst = append(dst, data[start:]...)
-	return append(dst, '"')
+	return append(dst, data[start:]...), invalid
 }
 
 // plainRun returns the end of the run of bytes from i that a JSON string holds as they
