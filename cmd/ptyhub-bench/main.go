@@ -175,8 +175,9 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 	// in the lock file next to the socket) rather than leave it to its idle exit. The
 	// control of the idle figure has a server of its own.
 	controlSocket := filepath.Join(dir, "control.sock")
+	idleSocket := filepath.Join(dir, "idle.sock")
 	defer func() {
-		for _, sock := range []string{socket, controlSocket} {
+		for _, sock := range []string{socket, controlSocket, idleSocket} {
 			if b, err := os.ReadFile(sock + ".lock"); err == nil {
 				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
 					syscall.Kill(pid, syscall.SIGTERM)
@@ -397,11 +398,26 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 	}
 
 	if idle > 0 {
+		// The idle sessions live in a fresh `ptyhub mcp` (and server, with --keep): the
+		// first one's heap still holds what the flood and the other figures left, which
+		// the sessions would reuse, and the RSS growth would understate what they cost.
+		icmd := exec.Command(bin, args...)
+		icmd.Env = append(os.Environ(), "PTYHUB_SOCKET="+idleSocket, "XDG_STATE_HOME="+stateDir, "PTYHUB_MAX_SESSIONS="+strconv.Itoa(idle+100))
+		icmd.Stderr = os.Stderr
+		ics, err := client.Connect(ctx, &mcp.CommandTransport{Command: icmd}, nil)
+		if err != nil {
+			return fmt.Errorf("connect to the idle sessions' ptyhub mcp: %w", err)
+		}
+		defer ics.Close()
+		icall := func(tool string, a map[string]any) (map[string]any, error) {
+			r, _, err := timedCallOn(ctx, ics, tool, a)
+			return r, err
+		}
 		managerPid := func() int {
 			if embedded || !strings.Contains(mcpArgs, "--keep") {
-				return cmd.Process.Pid // the sessions live in ptyhub mcp
+				return icmd.Process.Pid // the sessions live in ptyhub mcp
 			}
-			b, err := os.ReadFile(socket + ".lock")
+			b, err := os.ReadFile(idleSocket + ".lock")
 			if err != nil {
 				return 0
 			}
@@ -425,7 +441,11 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 			r, _, err := timedCallOn(ctx, ccs, tool, a)
 			return r, err
 		}
-		f, err := idleSessions(idle, min(n, 100), managerPid, call, control)
+		// A warm-up call, so the manager and its reaper run before the first reading.
+		if r, err := icall("exec_command", map[string]any{"argv": []string{"/bin/true"}}); err == nil {
+			icall("kill_session", map[string]any{"session_id": r["session_id"], "remove": true})
+		}
+		f, err := idleSessions(idle, min(n, 100), managerPid, icall, control)
 		if err != nil {
 			return err
 		}
