@@ -61,6 +61,7 @@ type Session struct {
 	endHow   endHow
 	endExit  reaper.Exit
 	// heldFD is the held leader's pidfd + 1 while heldExits watches it (0: none).
+	//lint:ignore U1000 used on the kernel path only (held_native.go), none is held on the portable paths
 	heldFD atomic.Int32
 
 	exited  chan struct{} // closed once the exit status is recorded
