@@ -185,11 +185,18 @@ func (m *Model) answer() {
 			break
 		}
 		scanBufs.Put(bp)
+		was := flood
 		flood = floodAfter(flood, round)
 		if !flood {
 			if m.idle(false) {
 				return
 			}
+			continue
+		}
+		if !was {
+			// The flood began in this round, which had no batch to wait for (notify is
+			// taken at the top, for a flood only): take it at the offset reached, then
+			// read what came since, before waiting.
 			continue
 		}
 		select {

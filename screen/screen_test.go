@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -324,6 +325,29 @@ func TestAnswererEndsWhenCaughtUp(t *testing.T) {
 	if got := r.wait(0); len(got) != 2 || m.AnsweredTo() != math.MaxInt64 {
 		t.Errorf("after Close: %d answers, answered to %d", len(got), m.AnsweredTo())
 	}
+}
+
+// TestAnswererRunStartsInAFlood: a run whose first round is a flood's (more than
+// floodRound of output waited when it was kicked) waits per batch, and answers a query
+// printed after the flood once the producer flushes at the pause.
+func TestAnswererRunStartsInAFlood(t *testing.T) {
+	t.Parallel()
+	h := broadcast.New(0)
+	r := newReplies()
+	m := Follow(h, 24, 80, r.add)
+	h.Write(bytes.Repeat([]byte("a"), 4*floodRound))
+	m.Kick()
+	for m.AnsweredTo() < 4*floodRound { // the run's first round has scanned the flood
+		runtime.Gosched()
+	}
+	h.Write([]byte("\x1b[5n"))
+	m.Kick()
+	h.Flush() // the output paused: a reader finding the pty empty flushes
+	if got := r.wait(1); got[0] != "\x1b[0n" {
+		t.Fatalf("answer %q", got[0])
+	}
+	h.Close()
+	m.Close()
 }
 
 // TestFloodAfter: a flood starts with a large round and lasts through the small rounds
