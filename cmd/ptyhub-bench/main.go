@@ -398,20 +398,35 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 	}
 
 	if idle > 0 {
+		var closers []*mcp.ClientSession
+		defer func() {
+			for _, cs := range closers {
+				cs.Close()
+			}
+		}()
 		// The idle sessions live in a fresh `ptyhub mcp` (and server, with --keep): the
 		// first one's heap still holds what the flood and the other figures left, which
 		// the sessions would reuse, and the RSS growth would understate what they cost.
-		icmd := exec.Command(bin, args...)
-		icmd.Env = append(os.Environ(), "PTYHUB_SOCKET="+idleSocket, "XDG_STATE_HOME="+stateDir, "PTYHUB_MAX_SESSIONS="+strconv.Itoa(idle+100))
-		icmd.Stderr = os.Stderr
-		ics, err := client.Connect(ctx, &mcp.CommandTransport{Command: icmd}, nil)
+		// start runs another `ptyhub mcp` with its own socket (and so its own server) and
+		// the run's state directory; it returns its command and a caller of its tools,
+		// closed when run returns.
+		start := func(sock string, env ...string) (*exec.Cmd, func(string, map[string]any) (map[string]any, error), error) {
+			c := exec.Command(bin, args...)
+			c.Env = append(append(os.Environ(), "PTYHUB_SOCKET="+sock, "XDG_STATE_HOME="+stateDir), env...)
+			c.Stderr = os.Stderr
+			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: c}, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			closers = append(closers, cs)
+			return c, func(tool string, a map[string]any) (map[string]any, error) {
+				r, _, err := timedCallOn(ctx, cs, tool, a)
+				return r, err
+			}, nil
+		}
+		icmd, icall, err := start(idleSocket, "PTYHUB_MAX_SESSIONS="+strconv.Itoa(idle+100))
 		if err != nil {
 			return fmt.Errorf("connect to the idle sessions' ptyhub mcp: %w", err)
-		}
-		defer ics.Close()
-		icall := func(tool string, a map[string]any) (map[string]any, error) {
-			r, _, err := timedCallOn(ctx, ics, tool, a)
-			return r, err
 		}
 		managerPid := func() int {
 			if embedded || !strings.Contains(mcpArgs, "--keep") {
@@ -424,22 +439,13 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 			return pid
 		}
-		// The control: a second `ptyhub mcp`, started as the first but with a server of
-		// its own (with --keep the sessions live in the server), and no sessions. It keeps
-		// its transcripts in the same directory, as all of a user's do: what the figure
-		// compares is sessions alive, not a fuller directory (where, on this kind of VM,
-		// creating a file costs more).
-		ccmd := exec.Command(bin, args...)
-		ccmd.Env = append(os.Environ(), "PTYHUB_SOCKET="+controlSocket, "XDG_STATE_HOME="+stateDir)
-		ccmd.Stderr = os.Stderr
-		ccs, err := client.Connect(ctx, &mcp.CommandTransport{Command: ccmd}, nil)
+		// The control: a third `ptyhub mcp`, started as the others, with no sessions. It
+		// keeps its transcripts in the same directory, as all of a user's do: what the
+		// figure compares is sessions alive, not a fuller directory (where, on this kind
+		// of VM, creating a file costs more).
+		_, control, err := start(controlSocket)
 		if err != nil {
 			return fmt.Errorf("connect to a second ptyhub mcp: %w", err)
-		}
-		defer ccs.Close()
-		control := func(tool string, a map[string]any) (map[string]any, error) {
-			r, _, err := timedCallOn(ctx, ccs, tool, a)
-			return r, err
 		}
 		// A warm-up call, so the manager and its reaper run before the first reading.
 		if r, err := icall("exec_command", map[string]any{"argv": []string{"/bin/true"}}); err == nil {
