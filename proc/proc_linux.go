@@ -245,27 +245,29 @@ func fastChildren(pid int) (kids []int, ok bool) {
 			}
 			continue
 		}
-		for _, f := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				kids = append(kids, n)
-			}
-		}
+		kids = appendPids(kids, b)
 	}
 	return kids, true
 }
 
+// threadChildren reads /proc/PID/task/TID/children: the children thread tid of pid
+// started (false: the file cannot be read).
 func threadChildren(pid, tid int) ([]int, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/children")
 	if err != nil {
 		return nil, false
 	}
-	var kids []int
+	return appendPids(nil, b), true
+}
+
+// appendPids appends the pids of a children file (numbers separated by spaces) to kids.
+func appendPids(kids []int, b []byte) []int {
 	for _, f := range strings.Fields(string(b)) {
 		if n, err := strconv.Atoi(f); err == nil {
 			kids = append(kids, n)
 		}
 	}
-	return kids, true
+	return kids
 }
 
 func canReadExitStatus(pid int) bool {
