@@ -185,7 +185,6 @@ func (m *Model) answer() {
 			break
 		}
 		scanBufs.Put(bp)
-		was := flood
 		flood = floodAfter(flood, round)
 		if !flood {
 			if m.idle(false) {
@@ -193,7 +192,7 @@ func (m *Model) answer() {
 			}
 			continue
 		}
-		if !was {
+		if notify == nil {
 			// The flood began in this round, which had no batch to wait for (notify is
 			// taken at the top, for a flood only): take it at the offset reached, then
 			// read what came since, before waiting.
