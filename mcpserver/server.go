@@ -125,18 +125,25 @@ func New(svc session.Service, opts Options) *Server {
 func (s *Server) Serve(ctx context.Context, t mcp.Transport) error {
 	lt, _ := t.(*LineTransport)
 	var live atomic.Pointer[mcp.ServerSession] // set once Connect returns
+	connected := make(chan struct{})           // closed once Connect has returned
 	if lt != nil {
-		// The transport serves the tools/call requests it can answer whole (fast.go);
-		// until the session is known, every call goes to the SDK.
+		// The transport serves the tools/call requests it can answer whole (fast.go).
+		// The SDK's read loop starts inside Connect, so a call can be read before
+		// Connect returns; it waits for the session to be known (Connect itself reads
+		// nothing, so this cannot block it), else a call read in that gap would go to
+		// the SDK although the session could serve it.
 		lt.calls = func(params json.RawMessage) (func(context.Context) (json.RawMessage, error), bool) {
+			<-connected
 			return s.fastCall(live.Load(), params)
 		}
 	}
 	ss, err := s.mcp.Connect(ctx, t, nil)
 	if err != nil {
+		close(connected)
 		return fmt.Errorf("mcp connect: %w", err)
 	}
 	live.Store(ss)
+	close(connected)
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }() // ends when the connection is fully closed
 	if lt != nil {
