@@ -58,7 +58,18 @@ type Peer struct {
 	dropped bool        // a connection was lost since the last successful dial
 	dials   [2]*dialing // the dial in flight, of Dial and of Look
 	closed  bool
+	// lookErr is the error of the last Look that failed, given to looks without dialling
+	// again until lookUntil (see lookQuiet).
+	lookErr   error
+	lookUntil time.Time
 }
+
+// lookQuiet is how long a failed Look is remembered: a watch asks every member again on
+// each change of its own sessions (an agent's: each start, exit and removal), and with
+// no server running each of those dialled it in vain, beside the exec that made the
+// change. A watch asks a member that failed again after watchRetry in any case, so a
+// server started meanwhile is seen as soon as before. A variable for tests.
+var lookQuiet = watchRetry
 
 // dialing is one dial in flight, which every call that needs the connection shares.
 type dialing struct {
@@ -106,6 +117,11 @@ func (p *Peer) get(ctx context.Context, look bool) (c Conn, reconnected bool, er
 	kind, dial := 0, p.Dial
 	if look {
 		kind, dial = 1, p.Look
+		if p.lookErr != nil && time.Now().Before(p.lookUntil) {
+			err := p.lookErr
+			p.mu.Unlock()
+			return nil, false, err
+		}
 	}
 	if dial == nil {
 		p.mu.Unlock()
@@ -123,6 +139,8 @@ func (p *Peer) get(ctx context.Context, look bool) (c Conn, reconnected bool, er
 			p.mu.Lock()
 			p.dials[kind] = nil
 			switch {
+			case err != nil && kind == 1:
+				p.lookErr, p.lookUntil = err, time.Now().Add(lookQuiet)
 			case err != nil:
 			case p.closed:
 				c.Abandon()
@@ -131,7 +149,7 @@ func (p *Peer) get(ctx context.Context, look bool) (c Conn, reconnected bool, er
 				c.Abandon()
 				c = p.c
 			default:
-				p.c = c
+				p.c, p.lookErr = c, nil
 			}
 			d.c, d.err = c, err
 			p.mu.Unlock()

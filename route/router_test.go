@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ptyhub/ptyhub/session"
 )
@@ -240,5 +241,59 @@ func TestRouterWatchEveryMember(t *testing.T) {
 	}
 	if !gone.Delta || !slices.Equal(gone.Removed, []string{"box:3"}) {
 		t.Fatalf("after the host stopped answering: delta %v, removed %v; want box:3 removed", gone.Delta, gone.Removed)
+	}
+}
+
+// fedConn is a fedService as a peer's connection.
+type fedConn struct {
+	*fedService
+	done chan struct{}
+}
+
+func (c fedConn) Done() <-chan struct{} { return c.done }
+func (c fedConn) Abandon()              {}
+
+// A watch asks its members again on every change of the router's own sessions; a peer
+// with no server to look at (its Look fails) is not dialled again for each of them, and
+// a connection made by a call that may dial is used by the next look at once.
+func TestPeerRemembersFailedLook(t *testing.T) {
+	defer func(q time.Duration) { lookQuiet = q }(lookQuiet)
+	lookQuiet = time.Hour // the test's looks all come within it, however slow the machine
+	ctx := context.Background()
+	var mu sync.Mutex
+	looks, dials := 0, 0
+	p := &Peer{Name: "the ptyhub server",
+		Look: func(context.Context) (Conn, error) {
+			mu.Lock()
+			looks++
+			mu.Unlock()
+			return nil, errors.New("no server")
+		},
+		Dial: func(context.Context) (Conn, error) {
+			mu.Lock()
+			dials++
+			mu.Unlock()
+			return fedConn{&fedService{name: "server"}, make(chan struct{})}, nil
+		}}
+	for i := range 3 {
+		if _, err := p.Watch(ctx, session.WatchRequest{}); err == nil || err.Error() != "no server" {
+			t.Fatalf("look %d: err %v, want the failed look's", i, err)
+		}
+	}
+	mu.Lock()
+	if looks != 1 {
+		t.Errorf("three looks with no server dialled it %d times, want once", looks)
+	}
+	mu.Unlock()
+	if _, err := p.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Watch(ctx, session.WatchRequest{}); err != nil {
+		t.Fatalf("a look after a call connected: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if looks != 1 || dials != 1 {
+		t.Errorf("looks %d, dials %d; want 1 and 1 (the look uses the call's connection)", looks, dials)
 	}
 }
