@@ -39,6 +39,44 @@ func (r *Reader) read(path string) ([]byte, bool) {
 	return r.buf[:n], true
 }
 
+// readFile reads a whole /proc file with plain system calls: open, reads, close.
+// os.ReadFile costs five more per file here (the runtime tries to register the
+// descriptor with its poller, which refuses a /proc file, then sets it back to blocking,
+// and stats it for its size, which /proc does not know), and the exit path and the
+// reaper's sweeps read a few of these per session. The error of a failed open is the
+// Errno, so errors.Is(err, fs.ErrNotExist) holds for a missing file.
+func readFile(path string) ([]byte, error) {
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	b := make([]byte, 0, 512)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return b, nil
+		}
+		b = b[:len(b)+n]
+	}
+}
+
 // Stat reads /proc/PID/stat.
 func (r *Reader) Stat(pid int) (Info, bool) {
 	b, ok := r.read("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -190,7 +228,7 @@ func (r *Reader) AppendChildren(out []int, pid, threads int) []int {
 }
 
 func stat(pid int) (Info, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return Info{}, ErrGone
 	}
@@ -236,7 +274,7 @@ func fastChildren(pid int) (kids []int, ok bool) {
 		return nil, true // gone
 	}
 	for _, task := range tasks {
-		b, err := os.ReadFile(dir + task.Name() + "/children")
+		b, err := readFile(dir + task.Name() + "/children")
 		if err != nil {
 			if os.IsNotExist(err) {
 				if _, serr := os.Stat(dir + task.Name()); serr == nil {
@@ -253,7 +291,7 @@ func fastChildren(pid int) (kids []int, ok bool) {
 // threadChildren reads /proc/PID/task/TID/children: the children thread tid of pid
 // started (false: the file cannot be read).
 func threadChildren(pid, tid int) ([]int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/children")
+	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/children")
 	if err != nil {
 		return nil, false
 	}
@@ -280,14 +318,14 @@ func canReadExitStatus(pid int) bool {
 }
 
 func environ(pid int) ([]byte, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	return b, err == nil
 }
 
 func commandLine(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil || len(b) == 0 {
-		b, _ = os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		b, _ = readFile("/proc/" + strconv.Itoa(pid) + "/comm")
 		return strings.TrimSpace(string(b))
 	}
 	return strings.TrimRight(strings.ReplaceAll(string(b), "\x00", " "), " ")
@@ -309,7 +347,7 @@ func threadStates(pid int) ([]byte, bool) {
 }
 
 func exitStatus(pid int) (syscall.WaitStatus, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, false
 	}

@@ -2,6 +2,8 @@ package proc
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"strconv"
 	"testing"
@@ -52,5 +54,27 @@ func TestParseStatNoAlloc(t *testing.T) {
 				t.Errorf("parseUint(%q, %d) = %d, %v; strconv: %d, %v", s, base, got, ok, want, err)
 			}
 		}
+	}
+}
+
+// readFile reads a /proc file past its first buffer whole, as os.ReadFile does, and
+// says a missing file does not exist.
+func TestReadFileWhole(t *testing.T) {
+	for _, path := range []string{"/proc/self/environ", "/proc/self/maps", "/proc/self/stat"} {
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := readFile(path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		// maps and stat change between two reads; their first line does not.
+		if path == "/proc/self/environ" && !bytes.Equal(got, want) || len(got) == 0 || !bytes.Equal(bytes.SplitN(got, []byte("\n"), 2)[0][:20], bytes.SplitN(want, []byte("\n"), 2)[0][:20]) {
+			t.Errorf("%s: read %d bytes %.40q, os.ReadFile %d bytes %.40q", path, len(got), got, len(want), want)
+		}
+	}
+	if _, err := readFile("/proc/self/no-such-file"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: err %v, want one that is fs.ErrNotExist", err)
 	}
 }
