@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// open allocates the terminal through creack/pty and re-wraps the master (see the package
+// open allocates the terminal (openPair) and wraps the master (see the package
 // comment). With fallback set, the poller is not tried: tests use it to run the fallback
 // on a platform whose poller would accept the master.
 func open(rows, cols int, fallback bool) (*Master, *os.File, error) {
@@ -21,27 +21,12 @@ func open(rows, cols int, fallback bool) (*Master, *os.File, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	p, tty, err := creack.Open()
+	nfd, tty, err := openPair()
 	if err != nil {
 		if errors.Is(err, syscall.ENOSPC) {
 			return nil, nil, fmt.Errorf("pty: open: pty limit reached (see /proc/sys/kernel/pty/max): %w", err)
 		}
 		return nil, nil, fmt.Errorf("pty: open: %w", err)
-	}
-	// The master is blocking now (creack/pty called Fd). Duplicate it, make the shared
-	// description non-blocking, and wrap the duplicate: os.NewFile registers a
-	// non-blocking fd with the poller and never switches it back.
-	nfd, err := unix.FcntlInt(p.Fd(), unix.F_DUPFD_CLOEXEC, 0)
-	p.Close()
-	if err == nil {
-		err = unix.SetNonblock(nfd, true)
-		if err != nil {
-			unix.Close(nfd)
-		}
-	}
-	if err != nil {
-		tty.Close()
-		return nil, nil, fmt.Errorf("pty: dup master: %w", err)
 	}
 	m := &Master{f: os.NewFile(uintptr(nfd), "/dev/ptmx"), peer: tty.Name()}
 	fail := func(err error) (*Master, *os.File, error) {

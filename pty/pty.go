@@ -1,13 +1,16 @@
 // Package pty opens pseudo-terminals whose master side works with Go's netpoller, and
 // decodes process exits.
 //
-// The terminal is allocated, unlocked and sized by github.com/creack/pty. Since v1.1.21
-// creack/pty hands back a blocking master (its ioctls call Fd, which switches the file to
+// On Linux the terminal is opened with plain system calls, the master non-blocking from
+// its open, so Go registers it with the netpoller (epoll) and keeps it so. Elsewhere (and
+// in portable builds) it is allocated and unlocked by github.com/creack/pty, which since
+// v1.1.21 hands back a blocking master (its ioctls call Fd, which switches the file to
 // blocking mode): Read pins an OS thread, SetReadDeadline is ignored and Close does not
-// wake a blocked Read. Open therefore re-wraps the master once: a close-on-exec duplicate
-// is made non-blocking before os.NewFile, so Go registers it with the netpoller (epoll,
-// kqueue), and the original is closed. A file made that way keeps its mode when Fd is
-// called, so creack/pty's Setsize and Getsize stay usable on it.
+// wake a blocked Read. Open therefore re-wraps that master once: a close-on-exec
+// duplicate is made non-blocking before os.NewFile, so Go registers it with the netpoller
+// (kqueue), and the original is closed. A file made either way keeps its mode when Fd is
+// called, so creack/pty's Setsize and Getsize stay usable on it. The slave is blocking,
+// as a child's standard streams must be.
 //
 // Open checks that the registration took: a deadline must be accepted (and, on the
 // portable paths, a byte written to the slave must wake a reader through the poller). When
