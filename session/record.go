@@ -376,8 +376,9 @@ func (r *recorder) run(dir string, h transcript.Header) {
 			r.release()
 		}
 	}()
-	// The files are created here, not on the exec path; output waits in the hub (the
-	// recorder reads from offset 0), events in the queue.
+	// The files (the .cast, the spill when one is needed, the .log) are created here,
+	// not on the exec path, and all when recording starts, while the program starts;
+	// output waits in the hub (the recorder reads from offset 0), events in the queue.
 	// Output that fits in the ring is read from the ring: the spill (and its fd) is
 	// created only once the output passes half the ring, from the ring's copy; so the
 	// hold stays at 0 until then (the first Output past spillAfter creates the spill
@@ -391,8 +392,9 @@ func (r *recorder) run(dir string, h transcript.Header) {
 		return
 	}
 	r.w = w
-	close(r.ready)
 	tl := newTextLog(dir, r.s.uuid, r.s.m.opts.RecordCap)
+	tl.create() // closed once the recorder first catches up (tl.idle)
+	close(r.ready)
 	r.maybePrune(dir)
 	hub := r.s.hub
 	// The copy buffer is borrowed from readBufs while there is output to copy and given

@@ -128,6 +128,37 @@ func TestTranscriptPath(t *testing.T) {
 	}
 }
 
+// TestTextLogCreatedAtStart: the text log is created when recording starts, with the
+// transcript, not when the session ends or its first 64 KiB of text gathered: a short
+// command's end does not wait for a file to be created, and a running session's log can
+// be followed from its start.
+func TestTextLogCreatedAtStart(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	m, err := NewManager(Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	y := int64(0)
+	r, err := m.NewClient("t").Exec(context.Background(), ExecRequest{Argv: []string{"cat"}, YieldTimeMs: &y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.lookup(r.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-s.rec.ready
+	dir, _ := transcript.SessionsDir(state)
+	if _, err := os.Stat(transcript.LogPath(dir, r.UUID)); err != nil {
+		t.Errorf("the text log of a running session that printed nothing: %v", err)
+	}
+	if s.isExited() {
+		t.Errorf("cat ended: %+v", r)
+	}
+}
+
 // TestReaderFlushesAtEveryPause: the readers woken per batch (transcript, screen
 // answerer, a collect in a flood) rely on the session's reader flushing the hub each time
 // the output pauses. A burst far smaller than a batch must wake a batch waiter registered
