@@ -392,9 +392,11 @@ func (r *recorder) run(dir string, h transcript.Header) {
 		return
 	}
 	r.w = w
+	close(r.ready)
+	// The .log after ready: a quick command's result waits for ready (a transcript that
+	// could not be created is said in it), not for the log.
 	tl := newTextLog(dir, r.s.uuid, r.s.m.opts.RecordCap)
 	tl.create() // closed once the recorder first catches up (tl.idle)
-	close(r.ready)
 	r.maybePrune(dir)
 	hub := r.s.hub
 	// The copy buffer is borrowed from readBufs while there is output to copy and given

@@ -149,10 +149,19 @@ func TestTextLogCreatedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The recorder creates the log right after the transcript (ready); before, it did
+	// when the session ended, so the file never came while cat waited. The bound is
+	// only there to end the test on that code.
 	<-s.rec.ready
 	dir, _ := transcript.SessionsDir(state)
-	if _, err := os.Stat(transcript.LogPath(dir, r.UUID)); err != nil {
-		t.Errorf("the text log of a running session that printed nothing: %v", err)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		_, err := os.Stat(transcript.LogPath(dir, r.UUID))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the text log of a running session that printed nothing: %v", err)
+		}
 	}
 	if s.isExited() {
 		t.Errorf("cat ended: %+v", r)
