@@ -204,6 +204,10 @@ func (m *Manager) TranscriptPath(id string) (string, error) {
 	return transcript.Path(dir, s.uuid), nil
 }
 
+// processShell is this process's default shell, which every transcript's header names:
+// found once, not on each session's start path (a copy of the environment and a stat).
+var processShell = sync.OnceValue(func() string { return defaultShell(os.Environ()) })
+
 // startRecorder creates the session's transcript and starts its goroutine. It
 // runs before the reader starts. Failing to record is logged and costs only
 // the transcript: it returns nil.
@@ -219,7 +223,7 @@ func startRecorder(s *Session, rows, cols int) *recorder {
 		return nil
 	}
 	h := transcript.Header{Width: cols, Height: rows, Command: s.command, SessionID: s.id, Name: s.name,
-		Env: map[string]string{"TERM": "xterm-256color", "SHELL": defaultShell(os.Environ())}}
+		Env: map[string]string{"TERM": "xterm-256color", "SHELL": processShell()}}
 	r := &recorder{s: s, wake: make(chan struct{}, 1), done: make(chan struct{}), ready: make(chan struct{})}
 	// Held from the first byte: the reader has not started, and the goroutine reads from
 	// offset 0 once the files exist.
