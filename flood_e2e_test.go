@@ -75,9 +75,13 @@ func castText(data []byte) []byte {
 // marker — and the agent's result accounts for every byte: nothing missed, the digest
 // and count of exactly those bytes. After the flood, read_output of the first bytes
 // reads them back though they left memory long ago.
+//
+// Each input runs on its own manager and state directory, in parallel with the rest.
 func TestFloodTranscriptLosesNothing(t *testing.T) {
+	t.Parallel()
 	for _, in := range floodInputs {
 		t.Run(in.name, func(t *testing.T) {
+			t.Parallel()
 			data := in.make()
 			file := filepath.Join(t.TempDir(), "flood")
 			if err := os.WriteFile(file, data, 0o600); err != nil {

@@ -266,13 +266,14 @@ func e2eCopy(t *testing.T, from, to string) {
 	}
 }
 
-// e2eBuildPtyhub builds the binary into the test's temp dir.
+// e2eBuildPtyhub returns the ptyhub binary built once for the test binary (svBinary):
+// a go build per test relinks the whole program each time (seconds of CPU), and no test
+// writes to it or to its directory.
 func e2eBuildPtyhub(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ptyhub")
-	build := testtool.GoBuild(bin, "./cmd/ptyhub")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/ptyhub: %v\n%s", err, out)
+	bin, err := svBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

@@ -85,6 +85,9 @@ func TestScreenPromptToolkit(t *testing.T) {
 	r := exec(t, c, session.ExecRequest{
 		Argv:    []string{"python3", "-c", "from prompt_toolkit import prompt; print('GOT', prompt('PTK> '))"},
 		WaitFor: "PTK> ",
+		// The call returns at the prompt; the default 10 s is not always enough for
+		// python3 to import prompt_toolkit on a loaded 2-core machine.
+		YieldTimeMs: new(int64(120_000)),
 	})
 	if !strings.Contains(r.Output, "PTK>") {
 		t.Fatalf("no prompt: %+v", r)

@@ -217,6 +217,7 @@ const check = a => new Promise(res => setTimeout(() => res(a), 300));
 // apt-get install polls the terminal together with dpkg's pty and a pipe while dpkg
 // works: the call returns once, at the exit. Needs root and Debian's mirror (CI has both).
 func TestWaitingAptGetE2E(t *testing.T) {
+	t.Parallel() // the only test that runs apt-get or dpkg; its sessions are its own
 	testtool.KernelOnly(t, "apt-get polls the terminal beside dpkg's pty; a wait on a working child is told only by the kernel's view of the wait")
 	testtool.Need(t, "apt-get", "dpkg")
 	if os.Geteuid() != 0 {

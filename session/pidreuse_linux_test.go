@@ -33,6 +33,7 @@ const pidnsEnv = "PTYHUB_TEST_PIDNS"
 // test looks once every call has returned.
 func TestSignalNeverHitsReusedPid(t *testing.T) {
 	if os.Getenv(pidnsEnv) == "" {
+		t.Parallel() // the test itself runs in its own pid namespace, in a child process
 		runInPidNamespace(t, "TestSignalNeverHitsReusedPid")
 		return
 	}
@@ -209,6 +210,7 @@ func (r *reuser) stop(t *testing.T) {
 // namespace, like TestSignalNeverHitsReusedPid.
 func TestSignalNeverHitsReusedForegroundGroup(t *testing.T) {
 	if os.Getenv(pidnsEnv) == "" {
+		t.Parallel() // the test itself runs in its own pid namespace, in a child process
 		runInPidNamespace(t, "TestSignalNeverHitsReusedForegroundGroup")
 		return
 	}

@@ -71,8 +71,10 @@ func ended(t *testing.T, r *session.Result, line string, code int) {
 }
 
 func TestShellCommands(t *testing.T) {
+	t.Parallel()
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		t.Run(sh, func(t *testing.T) {
+			t.Parallel()
 			c, id, home := shellSession(t, sh, nil)
 			r := run(t, c, id, "echo hello\n")
 			ended(t, r, "echo hello", 0)
@@ -158,9 +160,11 @@ func TestShellCommands(t *testing.T) {
 // and a REPL run from the shell are each one command; output that looks like a prompt
 // is the command's output all the same.
 func TestShellInteractive(t *testing.T) {
+	t.Parallel()
 	testtool.Need(t, "python3")
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		t.Run(sh, func(t *testing.T) {
+			t.Parallel()
 			c, id, _ := shellSession(t, sh, nil)
 			// A command that waits: the write returns at the yield, the command running.
 			// (In the portable build a silent program looks like a prompt after a
@@ -241,6 +245,7 @@ func TestShellInteractive(t *testing.T) {
 // precmd, fish_prompt) seeing the last status, aliases work, and set -e and set -u in
 // the rc do not break the hooks.
 func TestShellUserRC(t *testing.T) {
+	t.Parallel()
 	rcs := map[string]map[string]string{
 		"bash": {".bashrc": "set -eu\nalias hi='echo alias-ran'\nPROMPT_COMMAND='echo \"user-pc $?\" >> ~/pc.log'\nPS1='mine> '\n"},
 		"zsh":  {".zshrc": "set -eu\nalias hi='echo alias-ran'\nprecmd() { echo \"user-pc $?\" >> ~/pc.log }\nPS1='mine> '\n"},
@@ -248,6 +253,7 @@ func TestShellUserRC(t *testing.T) {
 	}
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		t.Run(sh, func(t *testing.T) {
+			t.Parallel()
 			c, id, home := shellSession(t, sh, rcs[sh])
 			r := run(t, c, id, "hi\n")
 			ended(t, r, "hi", 0)
@@ -285,7 +291,9 @@ func TestShellUserRC(t *testing.T) {
 // with its add-zsh-hook precmd seeing the status and ZDOTDIR left as the user set it;
 // a bash whose PROMPT_COMMAND is an array keeps every element, each seeing the status.
 func TestShellUserHooks(t *testing.T) {
+	t.Parallel()
 	t.Run("zsh", func(t *testing.T) {
+		t.Parallel()
 		c, id, home := shellSession(t, "zsh", map[string]string{
 			".zshenv":   "export ZDOTDIR=$HOME/zd\n",
 			"zd/.zshrc": "autoload -Uz add-zsh-hook\nmine() { echo \"hook $?\" >> ~/h.log }\nadd-zsh-hook precmd mine\nalias zz='echo zz-alias'\n"})
@@ -296,6 +304,7 @@ func TestShellUserHooks(t *testing.T) {
 		}
 	})
 	t.Run("bash", func(t *testing.T) {
+		t.Parallel()
 		c, id, _ := shellSession(t, "bash", map[string]string{
 			".bashrc": "PROMPT_COMMAND=('echo \"pc1 $?\" >> ~/h.log' 'echo pc2 >> ~/h.log')\n"})
 		ended(t, run(t, c, id, "sh -c 'exit 6'\n"), "exit 6", 6)
