@@ -279,6 +279,14 @@ var readBuffers = pty.NewBufferPool(8 << 10)
 // when the output is closed.
 func (s *Session) readLoop() {
 	idle := s.hub.Flush
+	if s.rec != nil {
+		// The recorder first learns the output is quiet, then the Flush wakes it (see
+		// recorder.markQuiet).
+		idle = func() {
+			s.rec.markQuiet()
+			s.hub.Flush()
+		}
+	}
 	read := s.master.ReadPooled
 	if !s.tty {
 		read = s.pipe.ReadPooled
@@ -300,6 +308,7 @@ func (s *Session) readLoop() {
 				s.m.log.Warn("reading the session's output failed", "session", s.id, "err", err)
 			}
 			s.hub.Close()
+			s.noteOutputEnd()
 			close(s.drained)
 			return
 		}
