@@ -250,3 +250,56 @@ func TestIdleSessionGoroutines(t *testing.T) {
 		t.Errorf("%d idle sessions keep %d goroutines, want at most 1 each", n, g-g0)
 	}
 }
+
+// TestIdleSessionHoldsNoTextLog: a session that has printed nothing holds no text log
+// (its converter, digest and path are made at the first output), and one that ends
+// without printing still gets its .log and the digest of empty output.
+func TestIdleSessionHoldsNoTextLog(t *testing.T) {
+	m, err := NewManager(Options{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	c := m.NewClient("t")
+	ctx := context.Background()
+	y := int64(0)
+	r, err := c.Exec(ctx, ExecRequest{Argv: []string{"sleep", "1000"}, YieldTimeMs: &y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.lookup(r.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The recorder's first run creates the files and ends once the reader found the
+	// terminal quiet; its state is then readable under its mutex.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		s.rec.mu.Lock()
+		running, made := s.rec.running, s.rec.tl != nil
+		s.rec.mu.Unlock()
+		if !running {
+			if made {
+				t.Fatal("a session that printed nothing holds a text log")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the recorder of an idle session still runs after 30 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := c.Kill(ctx, KillRequest{SessionID: r.SessionID}); err != nil {
+		t.Fatal(err)
+	}
+	<-s.rec.done
+	if s.rec.tl == nil {
+		t.Fatal("no text log once the transcript is finished")
+	}
+	cp := s.completion(true)
+	if cp == nil || cp.LogPath == "" || cp.OutputSHA256 != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" || cp.OutputLines != 0 {
+		t.Fatalf("completion of a session that printed nothing: %+v", cp)
+	}
+	if st, err := os.Stat(cp.LogPath); err != nil || st.Size() != 0 {
+		t.Fatalf("log %s: %v %v", cp.LogPath, st, err)
+	}
+}

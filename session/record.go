@@ -82,7 +82,8 @@ type recorder struct {
 	done chan struct{} // closed when the goroutine has closed the transcript
 
 	// The goroutine's state, kept from one run to the next (only the running one uses
-	// it): the files' directory and header until they are created, the text log, the
+	// it): the files' directory, the header until the files are created, the text log
+	// (nil until the first output, see textLog), the
 	// output offset copied up to, the exit status once its event came, whether a write
 	// error was logged.
 	dir     string
@@ -482,10 +483,11 @@ func (r *recorder) run() {
 			}
 			n, missed, err := hub.ReadAt(p, r.cur)
 			r.cur += missed
-			r.tl.gap(missed)
 			if n > 0 || missed > 0 {
+				tl := r.textLog()
+				tl.gap(missed)
 				r.w.Output(time.Now(), r.cur, buf[:n])
-				r.tl.output(buf[:n])
+				tl.output(buf[:n])
 				r.cur += int64(n)
 				r.copied.Store(r.cur)
 				release()
@@ -523,7 +525,9 @@ func (r *recorder) run() {
 			b := buf
 			readBufs.Put(&b)
 			buf = nil
-			r.tl.idle() // caught up: the log's file is closed while nothing comes
+			if r.tl != nil {
+				r.tl.idle() // caught up: the log's file is closed while nothing comes
+			}
 		}
 		if err := r.w.Err(); err != nil && !r.logged {
 			r.logged = true
@@ -549,12 +553,21 @@ func (r *recorder) run() {
 		case <-r.wake:
 		}
 	}
-	r.close(r.tl, r.status, r.logged)
+	r.close(r.textLog(), r.status, r.logged)
 	r.finish()
 }
 
-// begin creates the transcript's files (kept off the exec path: the first run does it)
-// and the text log, and runs the retention pass if one is due; it reports whether the
+// textLog returns the text log, created at the first output (or at the end): a session
+// that has printed nothing holds none.
+func (r *recorder) textLog() *textLog {
+	if r.tl == nil {
+		r.tl = newTextLog(r.dir, r.s.uuid, r.s.m.opts.RecordCap)
+	}
+	return r.tl
+}
+
+// begin creates the transcript's files (kept off the exec path: the first run does it),
+// and runs the retention pass if one is due; it reports whether the
 // transcript could be created. Output waits in the hub meanwhile (the recorder reads
 // from offset 0), events in the queue. Output that fits in the ring is read from the
 // ring: the spill (and its fd) is created only once the output passes half the ring,
@@ -571,7 +584,6 @@ func (r *recorder) begin() bool {
 	}
 	r.w = w
 	close(r.ready)
-	r.tl = newTextLog(r.dir, r.s.uuid, r.s.m.opts.RecordCap)
 	r.maybePrune(r.dir)
 	return true
 }
