@@ -469,6 +469,7 @@ func (r *recorder) run() {
 	}
 	// pump writes output from r.cur up to limit (-1: all there is); it reports whether
 	// the stream has ended.
+	round := int64(0) // bytes copied (or skipped) since the last wake
 	pump := func(limit int64) bool {
 		if buf == nil {
 			buf = *readBufs.Get().(*[]byte)
@@ -489,6 +490,7 @@ func (r *recorder) run() {
 				r.w.Output(time.Now(), r.cur, buf[:n])
 				tl.output(buf[:n])
 				r.cur += int64(n)
+				round += missed + int64(n)
 				r.copied.Store(r.cur)
 				release()
 			}
@@ -506,6 +508,7 @@ func (r *recorder) run() {
 		// at every read of the session's reader (~4 KiB), which paid a thread wake-up for
 		// each; events (r.wake) end the wait at once.
 		notify := hub.NotifyBatch(r.cur)
+		round = 0
 		evs, dropped, stopping := r.takeEvents()
 		for _, ev := range evs {
 			pump(ev.at) // the output before the event first
@@ -539,10 +542,13 @@ func (r *recorder) run() {
 		}
 		// Caught up with quiet output (the reader found nothing after its last Write),
 		// or with output that ended: the run ends, and the next Write's kick or an event
-		// starts the next. Otherwise (a flood, or output written since the pump) the
-		// reader's next Flush or batch boundary comes after notify was taken, and ends
-		// the wait.
-		if hub.End() == r.cur && r.pause(ended) {
+		// starts the next. Not after a round of a flood (floodRound): the reader finds
+		// the terminal empty now and then in a flood, and a run that ended at each of
+		// those pauses would cost a goroutine's start (and its stack's growth) per
+		// ~100 KiB; the run then waits for the next output's wake, whose smaller round
+		// ends it. Otherwise (output written since the pump) the reader's next Flush or
+		// batch boundary comes after notify was taken, and ends the wait.
+		if hub.End() == r.cur && (ended || round <= floodRound) && r.pause(ended) {
 			return
 		}
 		if ended {
@@ -556,6 +562,10 @@ func (r *recorder) run() {
 	r.close(r.textLog(), r.status, r.logged)
 	r.finish()
 }
+
+// floodRound is the round (bytes copied after one wake) after which a run does not end
+// at a pause of the output: it is in a flood.
+const floodRound = 16 << 10
 
 // textLog returns the text log, created at the first output (or at the end): a session
 // that has printed nothing holds none.
