@@ -306,12 +306,17 @@ func TestIdleSessionHoldsNoTextLog(t *testing.T) {
 }
 
 // TestSessionStructFitsItsSizeClass: the Session struct, allocated for every session,
-// stays within 1408 bytes, the allocator's size class it fits now; the next class is
+// stays within 1408 bytes (and its recorder within 224), the allocator's size class it fits now; the next class is
 // 1536 and then 1792, so a few more bytes would cost every idle session 128 more. State
 // that an idle session does not use belongs behind a pointer made on first use (as the
 // writer's typeahead cache is).
 func TestSessionStructFitsItsSizeClass(t *testing.T) {
 	if size := unsafe.Sizeof(Session{}); size > 1408 {
 		t.Errorf("Session is %d bytes, over the 1408-byte size class", size)
+	}
+	// The recorder, one per session too: the transcript's header is its first run's
+	// argument, not a field kept for the session's life.
+	if size := unsafe.Sizeof(recorder{}); size > 224 {
+		t.Errorf("recorder is %d bytes, over the 224-byte size class", size)
 	}
 }

@@ -82,17 +82,14 @@ type recorder struct {
 	done chan struct{} // closed when the goroutine has closed the transcript
 
 	// The goroutine's state, kept from one run to the next (only the running one uses
-	// it): the files' directory, the header until the files are created, the text log
-	// (nil until the first output, see textLog), the
-	// output offset copied up to, the exit status once its event came, whether a write
-	// error was logged.
-	dir     string
-	h       transcript.Header
-	created bool
-	tl      *textLog
-	cur     int64
-	status  string
-	logged  bool
+	// it): the files' directory, the text log (nil until the first output, see textLog),
+	// the output offset copied up to, the exit status once its event came, whether a
+	// write error was logged.
+	dir    string
+	tl     *textLog
+	cur    int64
+	status string
+	logged bool
 }
 
 // recEvent is an event waiting to be written after the output up to at.
@@ -240,14 +237,14 @@ func startRecorder(s *Session, rows, cols int) *recorder {
 	h := transcript.Header{Width: cols, Height: rows, Command: s.command, SessionID: s.id, Name: s.name,
 		Env: map[string]string{"TERM": "xterm-256color", "SHELL": defaultShell(os.Environ())}}
 	r := &recorder{s: s, wake: make(chan struct{}, 1), done: make(chan struct{}), ready: make(chan struct{}),
-		dir: dir, h: h, running: true}
+		dir: dir, running: true}
 	// Held from the first byte: the reader has not started, and the goroutine reads from
 	// offset 0 once the files exist. A Write that must wait for room starts the goroutine
 	// if it is not running (it is started after each Write, but that Write has not
 	// returned).
 	s.hub.HoldWake(0, r.kick)
 	m.recs.add(r)
-	go r.run()
+	go r.first(h)
 	return r
 }
 
@@ -439,21 +436,14 @@ func (r *recorder) writeEvent(ev recEvent) {
 
 // run is one run of the recorder goroutine, owned by the recorder: it copies output from
 // its own hub cursor and the queued events into the transcript, in order. The first run
-// (started by startRecorder) creates the files. A run ends once it has caught up with the
-// output and the events and the reader found nothing more to read (markQuiet; in a flood
-// it waits per batch instead): the reader's next Write (kick), an event (poke) or a Write
-// that waits for room (the hub's HoldWake) starts the next, so an idle session has no
-// recorder goroutine. The last run
+// (first, started by startRecorder) creates the files. A run ends once it has caught up
+// with the output and the events and the reader found nothing more to read (markQuiet;
+// in a flood it waits per batch instead): the reader's next Write (kick), an event
+// (poke) or a Write that waits for room (the hub's HoldWake) starts the next, so an idle
+// session has no recorder goroutine. The last run
 // stops once the output has ended (hub closed and read) and the exit is known or stop
 // was called; it then closes the transcript and closes done.
 func (r *recorder) run() {
-	if !r.created {
-		r.created = true
-		if !r.begin() {
-			r.finish()
-			return
-		}
-	}
 	hub := r.s.hub
 	// The copy buffer is borrowed from readBufs while there is output to copy and given
 	// back once the recorder has caught up, so a waiting recorder holds none (and the
@@ -583,9 +573,8 @@ func (r *recorder) textLog() *textLog {
 // ring: the spill (and its fd) is created only once the output passes half the ring,
 // from the ring's copy; so the hold stays at 0 until then (the first Output past
 // spillAfter creates the spill if some output needs one).
-func (r *recorder) begin() bool {
-	w, err := r.create(r.dir, r.h, int64(r.s.m.opts.Retain/2))
-	r.h = transcript.Header{}
+func (r *recorder) begin(h transcript.Header) bool {
+	w, err := r.create(r.dir, h, int64(r.s.m.opts.Retain/2))
 	if err != nil {
 		r.s.m.log.Warn("transcript: not recording", "session", r.s.id, "err", err)
 		r.fail(err)
@@ -596,6 +585,16 @@ func (r *recorder) begin() bool {
 	close(r.ready)
 	r.maybePrune(r.dir)
 	return true
+}
+
+// first is the recorder goroutine's first run: it creates the files with header h, then
+// runs (run), or finishes at once if they could not be created.
+func (r *recorder) first(h transcript.Header) {
+	if !r.begin(h) {
+		r.finish()
+		return
+	}
+	r.run()
 }
 
 // finish ends the last run: the session's reader never waits for the recorder again,
