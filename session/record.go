@@ -317,13 +317,14 @@ func (r *recorder) poke() {
 }
 
 // pause ends the goroutine's run if the output is quiet (or has ended) and no event
-// waits; it reports whether the run ends. Called by the running goroutine, caught up to
-// the hub's end: output written after that look is followed by a kick, which then starts
-// the next run or, if it came first, keeps this one.
+// waits, nor a stop of ended output; it reports whether the run ends. Called by the
+// running goroutine, caught up to the hub's end (ended: the goroutine has read the end
+// of the stream): output written after that look is followed by a kick, and an event or
+// stop by a poke, which then starts the next run or, if it came first, keeps this one.
 func (r *recorder) pause(ended bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.events) > 0 || !ended && !r.quiet {
+	if len(r.events) > 0 || ended && r.stopping || !ended && !r.quiet {
 		return false
 	}
 	r.running = false
@@ -493,6 +494,13 @@ func (r *recorder) run() {
 		}
 	}
 	for {
+		// A wake that finds nothing new to copy with the output quiet (the reader's Flush
+		// after output a run already copied, or the first run of a session that has not
+		// printed) ends the run before it takes a batch to wait for, so an idle session
+		// leaves no channel behind in the hub.
+		if hub.End() == r.cur && r.pause(false) {
+			return
+		}
 		// Woken per batch of output or when the output pauses (broadcast.Hub.NotifyBatch),
 		// so a flood wakes this goroutine (and writes the files) once per batch instead of
 		// at every read of the session's reader (~4 KiB), which paid a thread wake-up for
