@@ -441,9 +441,9 @@ func (r *recorder) writeEvent(ev recEvent) {
 // with the output and the events and the reader found nothing more to read (markQuiet;
 // in a flood it waits per batch instead): the reader's next Write (kick), an event
 // (poke) or a Write that waits for room (the hub's HoldWake) starts the next, so an idle
-// session has no recorder goroutine. The last run
-// stops once the output has ended (hub closed and read) and the exit is known or stop
-// was called; it then closes the transcript and closes done.
+// session has no recorder goroutine. The last run stops once the output has ended (hub
+// closed and read) and the exit is known or stop was called; it then closes the
+// transcript and closes done.
 func (r *recorder) run() {
 	hub := r.s.hub
 	// The copy buffer is borrowed from readBufs while there is output to copy and given
