@@ -65,6 +65,9 @@ type Hub struct {
 	held  bool
 	hold  int64
 	space chan struct{}
+	// wakeHolder, set with Hold, is called by a Write about to wait for room (see
+	// HoldWake).
+	wakeHolder func()
 }
 
 // atWaiter is a NotifyBatch boundary and the channel of its waiters.
@@ -130,6 +133,9 @@ func (h *Hub) writeHeld(p []byte) (int, error) {
 			// Wake every batch reader first: the holder may wait for a batch boundary
 			// this Write would have crossed.
 			h.flushLocked()
+			if h.wakeHolder != nil {
+				h.wakeHolder()
+			}
 			if h.space == nil {
 				h.space = make(chan struct{})
 			}
@@ -155,13 +161,21 @@ func (h *Hub) writeHeld(p []byte) (int, error) {
 // go: Write waits rather than drop one. There is one hold per hub (a second
 // Hold moves it); off must not be below Start. Meant to be called before the
 // producer starts, by the reader that must see every byte.
-func (h *Hub) Hold(off int64) error {
+func (h *Hub) Hold(off int64) error { return h.HoldWake(off, nil) }
+
+// HoldWake is Hold for a holder that does not always run (one that ends once it has
+// caught up and is started again when output comes): besides the hold, wake is called by
+// a Write that must wait for the holder to release room, before it waits (after waking
+// the batch readers), so that such a holder runs even when the Write that needs it has
+// not returned. wake runs in the producer's goroutine with the hub's lock held: it must
+// not block or call the hub.
+func (h *Hub) HoldWake(off int64, wake func()) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if off < h.start || off > h.end {
 		return fmt.Errorf("%w: hold at %d not in [%d, %d]", ErrOffset, off, h.start, h.end)
 	}
-	h.held, h.hold = true, off
+	h.held, h.hold, h.wakeHolder = true, off, wake
 	return nil
 }
 
@@ -182,7 +196,7 @@ func (h *Hub) Release(off int64) {
 func (h *Hub) Unhold() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.held = false
+	h.held, h.wakeHolder = false, nil
 	h.signalSpace()
 }
 

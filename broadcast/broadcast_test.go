@@ -764,3 +764,77 @@ func waitFor(ctx context.Context, h *Hub, off int64) error {
 		}
 	}
 }
+
+// TestHoldWakeStartsTheHolder: a holder that runs only when woken (it reads what there
+// is, releases it and ends, as a session's recorder does) gets every byte of Writes
+// longer than the ring: a Write that must wait for room wakes it (HoldWake's wake), so
+// it is never left waiting for a holder that does not run.
+func TestHoldWakeStartsTheHolder(t *testing.T) {
+	const retain = 1 << 10
+	h := New(retain)
+	want := make([]byte, 16*retain)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range want {
+		want[i] = byte(rng.Uint32())
+	}
+	var got []byte // the holder's copy, owned by the run under way
+	off := int64(0)
+	// smu guards running and woken; the hub is never called while it is held.
+	var smu sync.Mutex
+	running, woken := false, false
+	var runs sync.WaitGroup
+	// run is one run of the holder: it copies and releases what it finds, and ends once
+	// it found nothing and was not woken since it last looked.
+	run := func() {
+		defer runs.Done()
+		buf := make([]byte, 100)
+		for {
+			n, missed, _ := h.ReadAt(buf, off)
+			if missed != 0 {
+				t.Errorf("holder missed %d bytes at %d", missed, off)
+			}
+			got = append(got, buf[:n]...)
+			off += int64(n)
+			h.Release(off)
+			if n > 0 {
+				continue
+			}
+			smu.Lock()
+			if woken {
+				woken = false
+				smu.Unlock()
+				continue
+			}
+			running = false
+			smu.Unlock()
+			return
+		}
+	}
+	wake := func() { // called with the hub's lock held
+		smu.Lock()
+		woken = true
+		start := !running
+		running = true
+		smu.Unlock()
+		if start {
+			runs.Add(1)
+			go run()
+		}
+	}
+	if err := h.HoldWake(0, wake); err != nil {
+		t.Fatal(err)
+	}
+	for p := want; len(p) > 0; {
+		k := min(len(p), 3*retain+17)
+		if _, err := h.Write(p[:k]); err != nil {
+			t.Fatal(err)
+		}
+		p = p[k:]
+	}
+	runs.Wait()
+	runs.Add(1)
+	run()
+	if !bytes.Equal(got, want) {
+		t.Fatalf("holder got %d bytes, want %d (equal prefix: %v)", len(got), len(want), bytes.Equal(got, want[:min(len(got), len(want))]))
+	}
+}

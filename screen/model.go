@@ -59,21 +59,25 @@ type Model struct {
 	stopped bool           // Close was called or the stream ended: none starts again
 	wg      sync.WaitGroup // the running answerer, waited for by Close
 	// The answerer's cursor and scanner, used only by the running answerer (run hands
-	// them from one to the next).
+	// them from one to the next); asc is made by the first run (nil until output came).
 	aoff int64
-	asc  Scanner
+	asc  *Scanner
 
-	mu         sync.Mutex // guards the fields below; held while the emulator catches up
-	term       *Terminal  // nil until first needed and after the end
-	buf        []byte
-	off        int64   // the emulator has consumed the stream up to off
-	ms         Scanner // mode tracker; has scanned the stream up to msOff (>= off)
+	mu   sync.Mutex // guards the fields below; held while the emulator catches up
+	term *Terminal  // nil until first needed and after the end
+	buf  []byte
+	off  int64 // the emulator has consumed the stream up to off
+	// ms is the mode tracker, made with the emulator; it has scanned the stream up to
+	// msOff (>= off).
+	ms         *Scanner
 	msOff      int64
 	lastLF     int64    // offset just after the last '\n' the mode scanner saw
 	rows, cols int      // the emulator's size (the size at off)
 	resizes    []resize // size changes at offsets beyond off, in order
 	closed     bool
-	im         Scanner // input-mode tracker (InputModes): has scanned the stream up to imOff
+	// im is the input-mode tracker, made by the first InputModes; it has scanned the
+	// stream up to imOff.
+	im         *Scanner
 	imOff      int64
 	final      *Snapshot // after Close: the last screen
 	finalPaint []byte
@@ -144,7 +148,10 @@ var scanBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b 
 // closed.
 func (m *Model) answer() {
 	defer m.wg.Done()
-	sc, off := &m.asc, &m.aoff
+	if m.asc == nil {
+		m.asc = new(Scanner)
+	}
+	sc, off := m.asc, &m.aoff
 	// During a flood (see floodAfter) the answerer wakes per batch of output or when the
 	// output pauses (broadcast.Hub.NotifyBatch), not per pty read: a wake (or a start)
 	// costs more than scanning a read, and a program that prints a query and waits for
@@ -257,6 +264,9 @@ func (m *Model) onEvent(e Event) {
 func (m *Model) InputModes() Modes {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.im == nil {
+		m.im = new(Scanner)
+	}
 	var buf [4 << 10]byte
 	for end := m.hub.End(); m.imOff < end; {
 		n, missed, _ := m.hub.ReadAt(buf[:min(int64(len(buf)), end-m.imOff)], m.imOff)
@@ -360,6 +370,7 @@ func (m *Model) advance(target int64) {
 	if m.term == nil {
 		m.term = NewTerminal(m.rows, m.cols, nil)
 		m.buf = make([]byte, 32<<10)
+		m.ms = new(Scanner)
 	}
 	if target <= m.off {
 		m.applyResizes(m.off)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/ptyhub/ptyhub/broadcast"
 )
@@ -533,4 +534,26 @@ func TestQueriesAnswered(t *testing.T) {
 	if !slices.Equal(states, []int{1, 2, 1, 0}) {
 		t.Errorf("DECRQM states %v, want [1 2 1 0]", states)
 	}
+}
+
+// TestModelOfAQuietStreamIsSmall: a Model, made for every session at its start, holds
+// no scanner until it needs one (the answerer's at the first output, the mode tracker's
+// with the emulator, the input modes' at the first InputModes): it stays within the
+// allocator's 288-byte size class, where three embedded scanners put it in the 576-byte
+// one. The scanners still see every byte once made: the answerer scans from offset 0.
+func TestModelOfAQuietStreamIsSmall(t *testing.T) {
+	if size := unsafe.Sizeof(Model{}); size > 288 {
+		t.Errorf("Model is %d bytes, over the 288-byte size class", size)
+	}
+	h := broadcast.New(0)
+	m := Follow(h, 24, 80, func([]byte) {})
+	if m.asc != nil || m.ms != nil || m.im != nil {
+		t.Fatal("a model of a stream with no output made a scanner")
+	}
+	h.Write([]byte("\x1b[?1h"))
+	if !m.InputModes().CursorKeys {
+		t.Error("the input modes missed the output written before the first InputModes")
+	}
+	h.Close()
+	m.Close()
 }

@@ -24,8 +24,8 @@
 //
 // # Goroutines: owner and end
 //
-// Per session, owned by the session. An idle session has two: its reader and its
-// recorder; the others run only while they have work.
+// Per session, owned by the session. An idle session has one: its reader; the others run
+// only while they have work.
 //   - the reader (readLoop), started by the spawn, moves output into the hub; it stops at
 //     EOF/EIO or when the output is closed (teardown, or the exit's grace passing while
 //     something still holds the terminal);
@@ -37,8 +37,12 @@
 //     goroutine for all sessions sees its pidfd readable (held_native.go); no goroutine
 //     of the session waits meanwhile. It records the exit, waits for the output to drain,
 //     and tears the session down; it ends then;
-//   - the transcript recorder is started by startFeatures and stopped by stopFeatures (at
-//     teardown); it ends once the output has ended and it wrote what it owes;
+//   - the transcript recorder runs while output or events wait to be written: its first
+//     run, started by startFeatures, creates the files; the reader starts the next after a
+//     Write to the hub (noteOutput, recorder.kick), as do an event (input, resize, exit,
+//     stopFeatures) and a Write that waits for room in the held ring; a run ends once
+//     caught up with output the reader found quiet, and the last one once the output has
+//     ended and it wrote what it owes;
 //   - the screen's query answerer runs while there is output it has not scanned: the
 //     reader starts it (noteOutput, screen.Model.Kick), and it ends once caught up, or at
 //     stopFeatures.

@@ -12,9 +12,17 @@ func (s *Session) startFeatures(rows, cols int) {
 }
 
 // noteOutput runs in the reader goroutine after each chunk of output went into the hub:
-// it starts the screen's query answerer if none runs (screen.Model.Kick).
+// it starts the transcript's recorder and the screen's query answerer if none runs
+// (recorder.kick, screen.Model.Kick).
 func (s *Session) noteOutput() {
+	s.rec.kick()
 	s.scr.kick()
+}
+
+// noteOutputEnd runs in the reader goroutine once the hub is closed: the recorder runs to
+// see the end.
+func (s *Session) noteOutputEnd() {
+	s.rec.kick()
 }
 
 // noteInput runs in the writer goroutine just before data is written to the program.

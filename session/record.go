@@ -13,7 +13,8 @@ import (
 
 // Recording. Every session records its transcript,
 // <StateDir>/sessions/<uuid>.cast, through a recorder: a hub subscriber with
-// its own goroutine and cursor. The recorder holds the hub (broadcast.Hub.Hold):
+// its own cursor and a goroutine that runs only while output or events wait to
+// be written (see run). The recorder holds the hub (broadcast.Hub.HoldWake):
 // the ring never drops a byte it has not copied, so a recorder that lags a
 // whole ring behind makes the session's reader wait, and through the pty the
 // program, as a slow terminal would; the agent and attached humans never slow
@@ -54,7 +55,12 @@ type recorder struct {
 	w     *transcript.Writer
 	ready chan struct{}
 
-	mu       sync.Mutex // guards the fields below; a leaf of the lock order (doc.go)
+	mu sync.Mutex // guards the fields below; a leaf of the lock order (doc.go)
+	// running is true while a run of the goroutine is under way (see kick). quiet says
+	// the session's reader found nothing to read after its last Write to the hub (it is
+	// about to wait for output, see markQuiet): a run caught up with the output then ends.
+	running  bool
+	quiet    bool
 	events   []recEvent
 	queued   int   // bytes of input data in events
 	dropped  int64 // input bytes not queued because the recorder fell behind
@@ -74,6 +80,19 @@ type recorder struct {
 
 	wake chan struct{} // capacity 1: events were queued or stop was called
 	done chan struct{} // closed when the goroutine has closed the transcript
+
+	// The goroutine's state, kept from one run to the next (only the running one uses
+	// it): the files' directory, the text log (nil until the first output, see textLog),
+	// the output offset copied up to, the exit status once its event came, whether a
+	// write error was logged.
+	dir    string
+	tl     *textLog
+	cur    int64
+	status string
+	logged bool
+	// The .log's file was created (empty) by begin, or could not be: the text log made
+	// later appends to it, or says it has none.
+	logMade, logFailed bool
 }
 
 // recEvent is an event waiting to be written after the output up to at.
@@ -224,13 +243,48 @@ func startRecorder(s *Session, rows, cols int) *recorder {
 	}
 	h := transcript.Header{Width: cols, Height: rows, Command: s.command, SessionID: s.id, Name: s.name,
 		Env: map[string]string{"TERM": "xterm-256color", "SHELL": processShell()}}
-	r := &recorder{s: s, wake: make(chan struct{}, 1), done: make(chan struct{}), ready: make(chan struct{})}
+	r := &recorder{s: s, wake: make(chan struct{}, 1), done: make(chan struct{}), ready: make(chan struct{}),
+		dir: dir, running: true}
 	// Held from the first byte: the reader has not started, and the goroutine reads from
-	// offset 0 once the files exist.
-	s.hub.Hold(0)
+	// offset 0 once the files exist. A Write that must wait for room starts the goroutine
+	// if it is not running (it is started after each Write, but that Write has not
+	// returned).
+	s.hub.HoldWake(0, r.kick)
 	m.recs.add(r)
-	go r.run(dir, h)
+	go r.first(h)
 	return r
+}
+
+// kick makes sure the recorder goroutine runs after a Write to the hub: it starts a run
+// unless one is under way, and says the output is no longer quiet, so the running one
+// waits for the reader's next Flush instead of ending. The session's reader calls it
+// after each Write and after closing the hub; the hub calls it before a Write waits for
+// room. It takes a short mutex and, at the first output after a pause, starts a
+// goroutine. Safe on a nil receiver and for concurrent use; it does not call the hub.
+func (r *recorder) kick() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.quiet = false
+	start := !r.running && !r.finished
+	r.running = true
+	r.mu.Unlock()
+	if start {
+		go r.run()
+	}
+}
+
+// markQuiet says the session's reader found nothing to read: it is called before the
+// reader's Flush of the hub (so a run that sees quiet false waits for a Flush still to
+// come). Safe on a nil receiver.
+func (r *recorder) markQuiet() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.quiet = true
+	r.mu.Unlock()
 }
 
 // queue hands an event to the goroutine.
@@ -252,11 +306,36 @@ func (r *recorder) queue(ev recEvent) {
 	r.poke()
 }
 
+// poke wakes the recorder goroutine, or starts it if no run is under way (and it has
+// not finished), to look at its events.
 func (r *recorder) poke() {
+	r.mu.Lock()
+	start := !r.running && !r.finished
+	r.running = true
+	r.mu.Unlock()
+	if start {
+		go r.run()
+		return
+	}
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
+}
+
+// pause ends the goroutine's run if the output is quiet (or has ended) and no event
+// waits, nor a stop of ended output; it reports whether the run ends. Called by the
+// running goroutine, caught up to the hub's end (ended: the goroutine has read the end
+// of the stream): output written after that look is followed by a kick, and an event or
+// stop by a poke, which then starts the next run or, if it came first, keeps this one.
+func (r *recorder) pause(ended bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.events) > 0 || ended && r.stopping || !ended && !r.quiet {
+		return false
+	}
+	r.running = false
+	return true
 }
 
 // input records data typed into the program; hidden input (echo off) is
@@ -363,61 +442,32 @@ func (r *recorder) writeEvent(ev recEvent) {
 	}
 }
 
-// run is the recorder goroutine, owned by the recorder: it copies output from
-// its own hub cursor and the queued events into the transcript, in order. It
-// stops once the output has ended (hub closed and read) and the exit is known
-// or stop was called; then it closes the transcript and closes done.
-func (r *recorder) run(dir string, h transcript.Header) {
-	// However the goroutine ends, the session's reader must never wait for it again.
-	defer r.s.hub.Unhold()
-	defer func() {
-		r.mu.Lock()
-		r.finished = true
-		removed := r.removed
-		r.mu.Unlock()
-		close(r.done)
-		if removed {
-			r.release()
-		}
-	}()
-	// The files (the .cast, the spill when one is needed, the .log) are created here,
-	// not on the exec path, and all when recording starts, while the program starts;
-	// output waits in the hub (the recorder reads from offset 0), events in the queue.
-	// Output that fits in the ring is read from the ring: the spill (and its fd) is
-	// created only once the output passes half the ring, from the ring's copy; so the
-	// hold stays at 0 until then (the first Output past spillAfter creates the spill
-	// if some output needs one).
-	spillAfter := int64(r.s.m.opts.Retain / 2)
-	w, err := r.create(dir, h, spillAfter)
-	if err != nil {
-		r.s.m.log.Warn("transcript: not recording", "session", r.s.id, "err", err)
-		r.fail(err)
-		close(r.ready)
-		return
-	}
-	r.w = w
-	close(r.ready)
-	// The .log after ready: a quick command's result waits for ready (a transcript that
-	// could not be created is said in it), not for the log.
-	tl := newTextLog(dir, r.s.uuid, r.s.m.opts.RecordCap)
-	tl.create() // closed once the recorder first catches up (tl.idle)
-	r.maybePrune(dir)
+// run is one run of the recorder goroutine, owned by the recorder: it copies output from
+// its own hub cursor and the queued events into the transcript, in order. The first run
+// (first, started by startRecorder) creates the files. A run ends once it has caught up
+// with the output and the events and the reader found nothing more to read (markQuiet;
+// in a flood it waits per batch instead): the reader's next Write (kick), an event
+// (poke) or a Write that waits for room (the hub's HoldWake) starts the next, so an idle
+// session has no recorder goroutine. The last run stops once the output has ended (hub
+// closed and read) and the exit is known or stop was called; it then closes the
+// transcript and closes done.
+func (r *recorder) run() {
 	hub := r.s.hub
 	// The copy buffer is borrowed from readBufs while there is output to copy and given
-	// back once the recorder has caught up, so an idle session holds none (and the
+	// back once the recorder has caught up, so a waiting recorder holds none (and the
 	// goroutine's stack stays small: a 64 KiB array would live on it).
 	var buf []byte
-	var cur int64
-	status := ""
+	spillAfter := int64(r.s.m.opts.Retain / 2)
 	// release lets the hub drop what the transcript's files hold (Writer.Settled: not
 	// what still waits in the writer's buffer), once the output passed spillAfter.
 	release := func() {
-		if cur > spillAfter {
-			hub.Release(min(cur, r.w.Settled()))
+		if r.cur > spillAfter {
+			hub.Release(min(r.cur, r.w.Settled()))
 		}
 	}
-	// pump writes output from cur up to limit (-1: all there is); it reports
-	// whether the stream has ended.
+	// pump writes output from r.cur up to limit (-1: all there is); it reports whether
+	// the stream has ended.
+	round := int64(0) // bytes copied (or skipped) since the last wake
 	pump := func(limit int64) bool {
 		if buf == nil {
 			buf = *readBufs.Get().(*[]byte)
@@ -425,19 +475,21 @@ func (r *recorder) run(dir string, h transcript.Header) {
 		for {
 			p := buf
 			if limit >= 0 {
-				if cur >= limit {
+				if r.cur >= limit {
 					return false
 				}
-				p = buf[:min(int64(len(buf)), limit-cur)]
+				p = buf[:min(int64(len(buf)), limit-r.cur)]
 			}
-			n, missed, err := hub.ReadAt(p, cur)
-			cur += missed
-			tl.gap(missed)
+			n, missed, err := hub.ReadAt(p, r.cur)
+			r.cur += missed
 			if n > 0 || missed > 0 {
-				r.w.Output(time.Now(), cur, buf[:n])
+				tl := r.textLog()
+				tl.gap(missed)
+				r.w.Output(time.Now(), r.cur, buf[:n])
 				tl.output(buf[:n])
-				cur += int64(n)
-				r.copied.Store(cur)
+				r.cur += int64(n)
+				round += missed + int64(n)
+				r.copied.Store(r.cur)
 				release()
 			}
 			if err != nil {
@@ -448,18 +500,25 @@ func (r *recorder) run(dir string, h transcript.Header) {
 			}
 		}
 	}
-	logged := false
 	for {
+		// A wake that finds nothing new to copy with the output quiet (the reader's Flush
+		// after output a run already copied, or the first run of a session that has not
+		// printed) ends the run before it takes a batch to wait for, so an idle session
+		// leaves no channel behind in the hub.
+		if hub.End() == r.cur && r.pause(false) {
+			return
+		}
 		// Woken per batch of output or when the output pauses (broadcast.Hub.NotifyBatch),
 		// so a flood wakes this goroutine (and writes the files) once per batch instead of
 		// at every read of the session's reader (~4 KiB), which paid a thread wake-up for
 		// each; events (r.wake) end the wait at once.
-		notify := hub.NotifyBatch(cur)
+		notify := hub.NotifyBatch(r.cur)
+		round = 0
 		evs, dropped, stopping := r.takeEvents()
 		for _, ev := range evs {
 			pump(ev.at) // the output before the event first
 			if ev.code == 'x' {
-				status = ev.status
+				r.status = ev.status
 			} else {
 				r.writeEvent(ev)
 			}
@@ -474,15 +533,28 @@ func (r *recorder) run(dir string, h transcript.Header) {
 			b := buf
 			readBufs.Put(&b)
 			buf = nil
-			tl.idle() // caught up: the log's file is closed while nothing comes
+			if r.tl != nil {
+				r.tl.idle() // caught up: the log's file is closed while nothing comes
+			}
 		}
-		if err := r.w.Err(); err != nil && !logged {
-			logged = true
+		if err := r.w.Err(); err != nil && !r.logged {
+			r.logged = true
 			r.s.m.log.Warn("transcript: recording stopped", "session", r.s.id, "err", err)
 			r.fail(err)
 		}
-		if ended && (status != "" || stopping) {
+		if ended && (r.status != "" || stopping) {
 			break
+		}
+		// Caught up with quiet output (the reader found nothing after its last Write),
+		// or with output that ended: the run ends, and the next Write's kick or an event
+		// starts the next. Not after a round of a flood (floodRound): the reader finds
+		// the terminal empty now and then in a flood, and a run that ended at each of
+		// those pauses would cost a goroutine's start (and its stack's growth) per
+		// ~100 KiB; the run then waits for the next output's wake, whose smaller round
+		// ends it. Otherwise (output written since the pump) the reader's next Flush or
+		// batch boundary comes after notify was taken, and ends the wait.
+		if hub.End() == r.cur && (ended || round <= floodRound) && r.pause(ended) {
+			return
 		}
 		if ended {
 			notify = nil // a closed hub's channel is always ready
@@ -492,7 +564,73 @@ func (r *recorder) run(dir string, h transcript.Header) {
 		case <-r.wake:
 		}
 	}
-	r.close(tl, status, logged)
+	r.close(r.textLog(), r.status, r.logged)
+	r.finish()
+}
+
+// floodRound is the round (bytes copied after one wake) after which a run does not end
+// at a pause of the output: it is in a flood.
+const floodRound = 16 << 10
+
+// textLog returns the text log, created at the first output (or at the end): a session
+// that has printed nothing holds none.
+func (r *recorder) textLog() *textLog {
+	if r.tl == nil {
+		r.tl = newTextLog(r.dir, r.s.uuid, r.s.m.opts.RecordCap)
+		r.tl.started, r.tl.failed = r.logMade, r.logFailed // its file, made by begin
+	}
+	return r.tl
+}
+
+// begin creates the transcript's files (kept off the exec path: the first run does it),
+// and runs the retention pass if one is due; it reports whether the
+// transcript could be created. Output waits in the hub meanwhile (the recorder reads
+// from offset 0), events in the queue. Output that fits in the ring is read from the
+// ring: the spill (and its fd) is created only once the output passes half the ring,
+// from the ring's copy; so the hold stays at 0 until then (the first Output past
+// spillAfter creates the spill if some output needs one).
+func (r *recorder) begin(h transcript.Header) bool {
+	w, err := r.create(r.dir, h, int64(r.s.m.opts.Retain/2))
+	if err != nil {
+		r.s.m.log.Warn("transcript: not recording", "session", r.s.id, "err", err)
+		r.fail(err)
+		close(r.ready)
+		return false
+	}
+	r.w = w
+	close(r.ready)
+	// The .log's file after ready: a quick command's result waits for ready (a
+	// transcript that could not be created is said in it), not for the log; its end
+	// then only appends to the file (or, silent, opens none). The text log itself is
+	// made at the first output (textLog), so an idle session holds no more than this.
+	r.logMade, r.logFailed = createLogFile(transcript.LogPath(r.dir, r.s.uuid))
+	r.maybePrune(r.dir)
+	return true
+}
+
+// first is the recorder goroutine's first run: it creates the files with header h, then
+// runs (run), or finishes at once if they could not be created.
+func (r *recorder) first(h transcript.Header) {
+	if !r.begin(h) {
+		r.finish()
+		return
+	}
+	r.run()
+}
+
+// finish ends the last run: the session's reader never waits for the recorder again,
+// and done is closed.
+func (r *recorder) finish() {
+	r.s.hub.Unhold()
+	r.mu.Lock()
+	r.finished = true
+	r.running = false
+	removed := r.removed
+	r.mu.Unlock()
+	close(r.done)
+	if removed {
+		r.release()
+	}
 }
 
 // close closes the transcript with the exit status (status, "" when unknown) and the

@@ -205,3 +205,32 @@ func TestReaderFlushesAtEveryPause(t *testing.T) {
 		})
 	}
 }
+
+// TestRecorderRunStaysForAStop: a recorder run that has read the end of the output does
+// not end while a stop is pending (a stop that came after the run took its events would
+// otherwise be lost: its poke found the run under way, and no run would finish the
+// transcript), nor while events wait; with neither, it ends.
+func TestRecorderRunStaysForAStop(t *testing.T) {
+	r := &recorder{running: true}
+	r.stopping = true
+	if r.pause(true) {
+		t.Fatal("a run at the end of the output ended with a stop pending")
+	}
+	r.stopping = false
+	r.events = []recEvent{{code: 'x'}}
+	if r.pause(true) {
+		t.Fatal("a run ended with an event waiting")
+	}
+	r.events = nil
+	if !r.pause(true) || r.running {
+		t.Fatal("a run at the end of the output with nothing pending did not end")
+	}
+	r.running = true
+	if r.pause(false) {
+		t.Fatal("a run ended while the reader had not found the output quiet")
+	}
+	r.quiet = true
+	if !r.pause(false) {
+		t.Fatal("a run caught up with quiet output did not end")
+	}
+}

@@ -117,8 +117,11 @@ type Session struct {
 	sh  *shellint.Tracker
 	ask askState // ask.go: an agent asking for a person
 
-	xoff  atomic.Bool // a ^S stopped the terminal's output (noteFlow)
-	ahead waitState   // the writer's own cache for holdTypeahead
+	xoff atomic.Bool // a ^S stopped the terminal's output (noteFlow)
+	// ahead is the writer's own cache for holdTypeahead, made by the first input held
+	// (nil until then: 240 bytes an idle session does not need). Used only by the
+	// running writer (writeLoop; one at a time, handed on under qmu).
+	ahead *waitState
 
 	name string // immutable: the session's name ("" when none), see names.go
 	// lastOut is when the reader last moved output into the hub (UnixNano; 0: never).
@@ -279,6 +282,14 @@ var readBuffers = pty.NewBufferPool(8 << 10)
 // when the output is closed.
 func (s *Session) readLoop() {
 	idle := s.hub.Flush
+	if s.rec != nil {
+		// The recorder first learns the output is quiet, then the Flush wakes it (see
+		// recorder.markQuiet).
+		idle = func() {
+			s.rec.markQuiet()
+			s.hub.Flush()
+		}
+	}
 	read := s.master.ReadPooled
 	if !s.tty {
 		read = s.pipe.ReadPooled
@@ -300,6 +311,7 @@ func (s *Session) readLoop() {
 				s.m.log.Warn("reading the session's output failed", "session", s.id, "err", err)
 			}
 			s.hub.Close()
+			s.noteOutputEnd()
 			close(s.drained)
 			return
 		}

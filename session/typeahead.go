@@ -47,7 +47,10 @@ func (s *Session) holdTypeahead(job *writeJob) bool {
 		if a.Signals && (hasCC(job.data, a.Intr) || hasCC(job.data, a.Quit) || hasCC(job.data, a.Susp)) {
 			return true
 		}
-		if !s.readerAhead(&s.ahead) || time.Since(start) >= maxTypeaheadHold {
+		if s.ahead == nil {
+			s.ahead = new(waitState)
+		}
+		if !s.readerAhead(s.ahead) || time.Since(start) >= maxTypeaheadHold {
 			return true
 		}
 		d := typeaheadBackoff[min(i, len(typeaheadBackoff)-1)]

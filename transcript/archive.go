@@ -45,7 +45,7 @@ func (w *Writer) Release() {
 	}
 	w.released = true
 	if w.spill != nil || w.shut {
-		os.Remove(w.spillP)
+		os.Remove(w.spillPath())
 		if w.spill != nil {
 			w.spill.Close()
 		}
@@ -106,7 +106,7 @@ func (w *Writer) readSpill(p []byte, off int64) int {
 			return 0
 		}
 		var err error
-		if f, err = os.Open(w.spillP); err != nil { // closed with the transcript
+		if f, err = os.Open(w.spillPath()); err != nil { // closed with the transcript
 			return 0
 		}
 		defer f.Close()
@@ -372,7 +372,7 @@ func (w *Writer) createSpill(upTo int64) {
 	if skip {
 		return
 	}
-	f, err := openExclusive(w.spillP, os.O_RDWR)
+	f, err := openExclusive(w.spillPath(), os.O_RDWR)
 	if err != nil {
 		w.spillFailed(err)
 		return
@@ -405,7 +405,7 @@ func (w *Writer) createSpill(upTo int64) {
 	if w.released { // Release ran meanwhile: it found no file to delete
 		w.smu.Unlock()
 		f.Close()
-		os.Remove(w.spillP)
+		os.Remove(w.spillPath())
 		return
 	}
 	w.spill = f

@@ -627,3 +627,18 @@ func TestCarryNoCopy(t *testing.T) {
 		t.Errorf("read back %d bytes, not the output (first difference at %d)", n, firstDiff(p[:n], want))
 	}
 }
+
+// TestSpillPathMadeWhenNeeded: a writer that can spill keeps no spill path of its own
+// (most transcripts never spill; the string cost every session ~100 bytes): the path it
+// makes when it needs one is SpillPath's, beside the transcript.
+func TestSpillPathMadeWhenNeeded(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Create(dir, "0190-spill", Header{Width: 80, Height: 24}, time.Now(), Options{Spill: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(time.Now(), "done")
+	if got, want := w.spillPath(), SpillPath(dir, "0190-spill"); got != want {
+		t.Fatalf("spill path %q, want %q", got, want)
+	}
+}

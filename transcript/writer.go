@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,7 +79,6 @@ type Writer struct {
 	readable   bool
 	spillAfter int64
 	backfill   func(p []byte, off int64) (int, int64)
-	spillP     string
 	unspilled  bool  // spilled has ranges the spill's file (not created yet) lacks
 	bufRaw     int64 // raw end of the output events written or buffered
 	segEnd     int64 // raw end of the last output event recorded (-1: none yet)
@@ -118,7 +118,7 @@ func Create(dir, uuid string, h Header, start time.Time, o Options) (*Writer, er
 	}
 	w.f = f
 	if o.Spill {
-		w.readable, w.spillP = true, SpillPath(dir, uuid)
+		w.readable = true
 		if o.SpillAfter > 0 && o.Backfill != nil {
 			w.spillAfter, w.backfill = o.SpillAfter, o.Backfill
 		}
@@ -140,6 +140,10 @@ func Create(dir, uuid string, h Header, start time.Time, o Options) (*Writer, er
 
 // Path returns the file's path.
 func (w *Writer) Path() string { return w.path }
+
+// spillPath is the raw spill's path beside the transcript (SpillPath), made when needed:
+// most transcripts never have a spill.
+func (w *Writer) spillPath() string { return strings.TrimSuffix(w.path, Ext) + SpillExt }
 
 // Err returns the first write error, after which nothing more was written.
 func (w *Writer) Err() error { return w.err }
