@@ -382,7 +382,7 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 		timer.Stop()
 	}
 	poll := len(data) == 0 && !req.CloseStdin
-	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re, needNews: poll, echo: echo, from: from, shellFrom: shellFrom, shellKernel: s.shellKernel(data)})
+	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re, needNews: poll, echo: echo, from: from, shellFrom: shellFrom, shellKernel: s.shellKernel(data), typed: job != nil && len(data) > 0})
 	r := c.result(s, t0, col, warns)
 	s.shellResult(r, col, budget, data)
 	if job != nil {
