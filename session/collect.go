@@ -84,6 +84,10 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	}
 	if d.looks != nil {
 		defer d.looks.stop()
+		// The looks of one collect read the same few /proc files again and again (the
+		// tries right after a prompt): through descriptors kept until it ends.
+		s.wait.pr.Keep()
+		defer s.wait.pr.Release()
 	}
 	res := collected{from: s.cursor, foreign: o.from != nil}
 	eof := false
