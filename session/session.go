@@ -311,10 +311,13 @@ func (s *Session) readLoop() {
 }
 
 // writeLoop is the session's writer: whole messages in order. It is started by enqueue
-// when the queue gets work and no writer runs, and ends once it finds the queue empty
-// (or the session torn down: then it fails what is queued), so at most one runs at a
-// time and an idle session has none. Owned by the session; a blocked write is woken by
-// closing the master or pipe at teardown.
+// when the queue gets work and no writer runs (on a terminal: when the caller, which
+// wrote what it could itself, left a message or the rest of one to wait, see writeNow),
+// and ends once it finds the queue empty (or the session torn down: then it fails what
+// is queued), so at most one writer — this loop or a caller in writeNow — runs at a
+// time and an idle session has none. A message writeNow started goes on from what it
+// wrote. Owned by the session; a blocked write is woken by closing the master or pipe
+// at teardown.
 func (s *Session) writeLoop() {
 	var w io.Writer = s.stdin
 	if s.tty {
