@@ -30,12 +30,13 @@ const maxKept = 32
 // with the same pid is read as before). At most maxKept descriptors are kept.
 func (r *Reader) Keep() { r.keeping = true }
 
-// Release closes the descriptors kept since Keep and stops keeping them.
+// Release closes the descriptors kept since Keep and stops keeping them. The map goes
+// too: a Reader is kept per session, and an idle one holds nothing.
 func (r *Reader) Release() {
 	for _, fd := range r.kept {
 		unix.Close(fd)
 	}
-	clear(r.kept)
+	r.kept = nil
 	r.keeping = false
 }
 
