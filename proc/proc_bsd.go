@@ -6,6 +6,12 @@ package proc
 // per-thread states through kern.proc: ThreadState answers with the process's state.
 type Reader struct{}
 
+// Keep does nothing here: sysctl keeps no file open.
+func (r *Reader) Keep() {}
+
+// Release does nothing here (see Keep).
+func (r *Reader) Release() {}
+
 // Stat reads one process.
 func (r *Reader) Stat(pid int) (Info, bool) {
 	in, err := stat(pid)

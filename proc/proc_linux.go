@@ -14,6 +14,30 @@ import (
 // waiting-for-input detector). Not safe for concurrent use; the zero value is ready.
 type Reader struct {
 	buf []byte
+	// kept holds, between Keep and Release, the descriptors of the files read, by path.
+	kept    map[string]int
+	keeping bool
+}
+
+// maxKept bounds the descriptors a Reader keeps open between Keep and Release.
+const maxKept = 32
+
+// Keep makes the Reader keep each file it reads open, until Release, and read it again
+// through the same descriptor: a look repeated many times (the detector's tries while a
+// program is about to block) then costs one pread(2) a file instead of open, pread and
+// close. A kept descriptor stays bound to the process it was opened for: once that
+// process is gone a read through it fails, and the file is opened afresh (a new process
+// with the same pid is read as before). At most maxKept descriptors are kept.
+func (r *Reader) Keep() { r.keeping = true }
+
+// Release closes the descriptors kept since Keep and stops keeping them. The map goes
+// too: a Reader is kept per session, and an idle one holds nothing.
+func (r *Reader) Release() {
+	for _, fd := range r.kept {
+		unix.Close(fd)
+	}
+	r.kept = nil
+	r.keeping = false
 }
 
 // read reads a small /proc file (up to 4 KiB) into the scratch buffer. The buffer starts
@@ -23,16 +47,36 @@ func (r *Reader) read(path string) ([]byte, bool) {
 	if r.buf == nil {
 		r.buf = make([]byte, 512)
 	}
+	if fd, ok := r.kept[path]; ok {
+		if b, ok := r.pread(fd); ok {
+			return b, true
+		}
+		unix.Close(fd) // its process is gone (or the pid names another one now)
+		delete(r.kept, path)
+	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, false
 	}
+	b, ok := r.pread(fd)
+	if ok && r.keeping && len(r.kept) < maxKept {
+		if r.kept == nil {
+			r.kept = map[string]int{}
+		}
+		r.kept[path] = fd
+	} else {
+		unix.Close(fd)
+	}
+	return b, ok
+}
+
+// pread reads the file open as fd from its start into the scratch buffer.
+func (r *Reader) pread(fd int) ([]byte, bool) {
 	n, err := unix.Pread(fd, r.buf, 0)
 	if err == nil && n == len(r.buf) && len(r.buf) < 4096 {
 		r.buf = make([]byte, 4096)
 		n, err = unix.Pread(fd, r.buf, 0)
 	}
-	unix.Close(fd)
 	if err != nil || n <= 0 {
 		return nil, false
 	}

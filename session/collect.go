@@ -40,6 +40,8 @@ type collectOpts struct {
 	// shellKernel: the prompt mark alone does not end the collect; the general
 	// waiting-for-input detection must agree (more typed lines may still be unread).
 	shellKernel bool
+	// typed: the call typed input just before (lookSchedule.typed).
+	typed bool
 	// from, when set, makes the collect read from that offset with a read position of
 	// its own (a write by someone other than the session's owner, Client.Write): the
 	// owner's position, converter and line state are left as they were.
@@ -82,13 +84,17 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	}
 	if d.looks != nil {
 		defer d.looks.stop()
+		// The looks of one collect read the same few /proc files again and again (the
+		// tries right after a prompt): through descriptors kept until it ends.
+		s.wait.pr.Keep()
+		defer s.wait.pr.Release()
 	}
 	res := collected{from: s.cursor, foreign: o.from != nil}
 	eof := false
 	read := func() round {
-		fresh, end := s.readStream(st, d, *bp, &res.missed)
+		fresh, end, last := s.readStream(st, d, *bp, &res.missed)
 		eof = eof || end
-		return round{fresh: fresh, eof: eof, flood: st.Flooding(), pending: s.conv.Pending}
+		return round{fresh: fresh, lineEnded: fresh && last == '\n', eof: eof, flood: st.Flooding(), pending: s.conv.Pending}
 	}
 	notify := func() <-chan struct{} {
 		// In flood mode the collector is woken per batch of output or when the output
@@ -126,6 +132,9 @@ func (s *Session) collectDecider(o collectOpts) *decider {
 	}
 	if s.tty && waitDetectionAvailable {
 		d.looks = newLookSchedule(time.Now())
+		if o.typed {
+			d.looks.typed(time.Now())
+		}
 		d.settled = func() bool { return s.hub.End() == s.cursor }
 		d.look = func(quiet time.Duration) (bool, string) {
 			ok, method := s.waitingForInput(quiet)
@@ -141,8 +150,9 @@ func (s *Session) collectDecider(o collectOpts) *decider {
 // readStream reads what the hub holds from the agent cursor into st, through buf, and
 // moves the cursor past it; bytes that left memory are read from the transcript when it
 // has them, else skipped and added to *missed. The text read goes to d's pattern. It
-// reports whether anything was read and whether the output has ended.
-func (s *Session) readStream(st *truncate.Stream, d *decider, buf []byte, missed *int64) (fresh, eof bool) {
+// reports whether anything was read, whether the output has ended, and the last byte
+// read.
+func (s *Session) readStream(st *truncate.Stream, d *decider, buf []byte, missed *int64) (fresh, eof bool, last byte) {
 	for {
 		n, gone, err := s.hub.ReadAt(buf, s.cursor)
 		if gone > 0 { // left memory before we read it: the transcript may have it
@@ -159,13 +169,13 @@ func (s *Session) readStream(st *truncate.Stream, d *decider, buf []byte, missed
 			// New bytes may only extend the unfinished line (a prompt): fresh all the same.
 			d.feed(st.Write(buf[:n], s.cursor))
 			s.cursor += int64(n)
-			fresh = true
+			fresh, last = true, buf[n-1]
 		}
 		if err == io.EOF {
-			return fresh, true
+			return fresh, true, last
 		}
 		if n == 0 {
-			return fresh, false
+			return fresh, false, last
 		}
 	}
 }

@@ -46,8 +46,11 @@ type decider struct {
 type round struct {
 	first bool // the first round: what was there when the follow began
 	fresh bool // new output was read
-	eof   bool // the output has ended
-	flood bool // the output is read in flood mode: it has not stopped
+	// lineEnded: the last byte of the fresh output is a newline (only collect tells;
+	// see lookSchedule.outputLine).
+	lineEnded bool
+	eof       bool // the output has ended
+	flood     bool // the output is read in flood mode: it has not stopped
 	// exited reports whether the session's exit is recorded; exitQuiet, after an exit,
 	// how long ago it was and whether survivors still hold the terminal.
 	exited    func() bool
@@ -112,6 +115,8 @@ func (d *decider) lookWaiting(r round) (bool, string) {
 	switch {
 	case r.fresh && r.flood:
 		d.looks.streaming(now)
+	case r.fresh && r.lineEnded:
+		d.looks.outputLine(now)
 	case r.fresh:
 		d.looks.output(now)
 	}

@@ -46,6 +46,25 @@ func (l *lookSchedule) output(now time.Time) {
 	l.step, l.next, l.lastOut, l.printed = 0, now, now, true
 }
 
+// outputLine notes output that arrived at now and ended a line (its last byte a
+// newline): the next look is timed, waitBackoff[0] later, with no spin. A program at a
+// prompt has printed the prompt, an unfinished line; output that ends a line is most
+// often not the last of an answer (the terminal's echo of the typed line, then the
+// result, then the prompt), and a look then would walk /proc beside a program that is
+// still working (the spin, beside a REPL computing, was most of the looks' cost). A
+// program that waits after a complete line (cat, read without a prompt) is seen at the
+// timed look.
+func (l *lookSchedule) outputLine(now time.Time) {
+	l.step, l.next, l.lastOut, l.printed = 1, now.Add(waitBackoff[0]), now, true
+}
+
+// typed notes that the call typed input at now, before any output: the first look is
+// timed, waitBackoff[0] later, instead of at once. The program has not answered yet; a
+// look so soon finds it reading the input or working on it.
+func (l *lookSchedule) typed(now time.Time) {
+	l.step, l.next, l.lastOut = 1, now.Add(waitBackoff[0]), now
+}
+
 // streaming notes output that arrived during a flood (a collect in flood mode): it counts
 // for how long output has been quiet, but the looks keep their back-off instead of
 // starting over at once. Starting over looked at every wake, and a wake when the reader

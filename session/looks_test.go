@@ -57,3 +57,48 @@ func TestLookStreamingKeepsBackOff(t *testing.T) {
 		t.Fatal("output outside a flood did not make a look due at once")
 	}
 }
+
+// TestLookAfterCompleteLineIsTimed: output that ends a line (the echo of the typed line,
+// a result before the prompt) does not make a look due at once and is not spun on; the
+// look comes waitBackoff[0] later. Output that leaves a line unfinished (a prompt) still
+// makes it due at once.
+func TestLookAfterCompleteLineIsTimed(t *testing.T) {
+	t.Parallel()
+	d, looks, clock := lookDecider(t, false)
+	r := runningRound()
+	r.fresh, r.lineEnded = true, true
+	d.decide(r)
+	if *looks != 0 {
+		t.Fatalf("output that ended a line was looked at %d times at once, want 0", *looks)
+	}
+	*clock = clock.Add(waitBackoff[0])
+	d.decide(runningRound())
+	if *looks != 1 {
+		t.Fatalf("the timed look after a complete line: %d looks, want 1", *looks)
+	}
+	r.lineEnded = false
+	d.decide(r)
+	if *looks != 2 {
+		t.Fatalf("output that left a line unfinished: %d looks, want 2", *looks)
+	}
+}
+
+// TestLookAfterTypingIsTimed: a collect that follows the call's own input makes its
+// first look waitBackoff[0] later, not at once: the program has not answered yet.
+func TestLookAfterTypingIsTimed(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	l := newLookSchedule(start)
+	defer l.stop()
+	l.typed(start)
+	tries := 0
+	no := func(time.Duration) bool { tries++; return false }
+	l.look(start, func() bool { return true }, no)
+	if tries != 0 {
+		t.Fatalf("a look was made at once after typing (%d tries)", tries)
+	}
+	l.look(start.Add(waitBackoff[0]), func() bool { return true }, no)
+	if tries != 1 {
+		t.Fatalf("the timed look after typing: %d tries, want 1 (no spin before any output)", tries)
+	}
+}

@@ -369,20 +369,26 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 	}
 	deadline := t0.Add(yield)
 	if job != nil {
-		// Wait for the input to be written, at most the yield window.
-		timer := time.NewTimer(time.Until(deadline))
+		// Wait for the input to be written, at most the yield window (no timer when the
+		// call wrote it itself, see Session.writeNow).
+		var err error
 		select {
-		case err := <-job.done:
-			if err != nil {
-				warns = append(warns, "write failed: "+err.Error())
+		case err = <-job.done:
+		default:
+			timer := time.NewTimer(time.Until(deadline))
+			select {
+			case err = <-job.done:
+			case <-timer.C:
+			case <-ctx.Done():
 			}
-		case <-timer.C:
-		case <-ctx.Done():
+			timer.Stop()
 		}
-		timer.Stop()
+		if err != nil {
+			warns = append(warns, "write failed: "+err.Error())
+		}
 	}
 	poll := len(data) == 0 && !req.CloseStdin
-	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re, needNews: poll, echo: echo, from: from, shellFrom: shellFrom, shellKernel: s.shellKernel(data)})
+	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re, needNews: poll, echo: echo, from: from, shellFrom: shellFrom, shellKernel: s.shellKernel(data), typed: job != nil && len(data) > 0})
 	r := c.result(s, t0, col, warns)
 	s.shellResult(r, col, budget, data)
 	if job != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -154,6 +155,9 @@ type writeJob struct {
 	sig     syscall.Signal
 	written atomic.Int64
 	done    chan error // buffered 1
+	// started: the writer has let the job through (holdTypeahead) and noted its input;
+	// what is left to write starts at written. Only the writer touches it.
+	started bool
 }
 
 // ID returns the short id.
@@ -319,10 +323,13 @@ func (s *Session) readLoop() {
 }
 
 // writeLoop is the session's writer: whole messages in order. It is started by enqueue
-// when the queue gets work and no writer runs, and ends once it finds the queue empty
-// (or the session torn down: then it fails what is queued), so at most one runs at a
-// time and an idle session has none. Owned by the session; a blocked write is woken by
-// closing the master or pipe at teardown.
+// when the queue gets work and no writer runs (on a terminal: when the caller, which
+// wrote what it could itself, left a message or the rest of one to wait, see writeNow),
+// and ends once it finds the queue empty (or the session torn down: then it fails what
+// is queued), so at most one writer — this loop or a caller in writeNow — runs at a
+// time and an idle session has none. A message writeNow started goes on from what it
+// wrote. Owned by the session; a blocked write is woken by closing the master or pipe
+// at teardown.
 func (s *Session) writeLoop() {
 	var w io.Writer = s.stdin
 	if s.tty {
@@ -351,14 +358,15 @@ func (s *Session) writeLoop() {
 		}
 		s.qmu.Unlock()
 		var err error
-		if !s.holdTypeahead(job) {
-			job.done <- fmt.Errorf("%w: session %d", ErrExited, s.id)
-			s.writing.Add(-int64(len(job.data)))
-			continue // the session is torn down: the loop's next turn fails the queue
+		if !job.started {
+			if !s.holdTypeahead(job) {
+				job.done <- fmt.Errorf("%w: session %d", ErrExited, s.id)
+				s.writing.Add(-int64(len(job.data)))
+				continue // the session is torn down: the loop's next turn fails the queue
+			}
+			s.startJob(job)
 		}
-		s.noteFlow(job.data)
-		s.noteInput(job.data, s.inputHidden())
-		for p := job.data; len(p) > 0 && err == nil; {
+		for p := job.data[job.written.Load():]; len(p) > 0 && err == nil; {
 			chunk := p[:min(len(p), 4096)]
 			var n int
 			n, err = w.Write(chunk)
@@ -442,6 +450,26 @@ func (s *Session) enqueueJob(job *writeJob) (*writeJob, error) {
 	}
 	s.writing.Add(int64(len(data)))
 	s.typed.Add(1)
+	if !s.writerOn && s.tty {
+		// Nothing queued and no writer: the caller is the writer for this job, as far
+		// as it can go without waiting (writeNow). A turn then costs no goroutine and
+		// no wake-up between the caller and a writer.
+		s.writerOn = true
+		s.qmu.Unlock()
+		done := s.writeNow(job)
+		s.qmu.Lock()
+		if !done {
+			s.queue = slices.Insert(s.queue, 0, job) // first: it came before anything queued since
+		}
+		if len(s.queue) == 0 {
+			s.writerOn = false
+			s.qmu.Unlock()
+			return job, nil
+		}
+		s.qmu.Unlock()
+		go s.writeLoop() // the rest waits there, in order
+		return job, nil
+	}
 	s.queue = append(s.queue, job)
 	start := !s.writerOn
 	s.writerOn = true
@@ -450,6 +478,42 @@ func (s *Session) enqueueJob(job *writeJob) (*writeJob, error) {
 		go s.writeLoop()
 	}
 	return job, nil
+}
+
+// writeNow does the writer's work on job in the caller's goroutine, as long as nothing
+// has to wait: it returns false, with the job's state kept for writeLoop (started, and
+// written so far), when the input must be held (holdTypeahead) or the terminal's input
+// queue is full; true once the job is done (its result sent on done). The caller holds
+// the writer's role (writerOn). Terminal sessions only.
+func (s *Session) writeNow(job *writeJob) bool {
+	if !s.mayWrite(job, time.Now()) {
+		return false
+	}
+	s.startJob(job)
+	var err error
+	for p := job.data; len(p) > 0; {
+		var n int
+		n, err = s.master.TryWrite(p[:min(len(p), 4096)])
+		job.written.Add(int64(n))
+		s.writing.Add(-int64(n))
+		p = p[n:]
+		if err != nil {
+			break
+		}
+		if n == 0 && len(p) > 0 {
+			return false // full: writeLoop waits for room
+		}
+	}
+	s.writing.Add(-(int64(len(job.data)) - job.written.Load()))
+	job.done <- err // a terminal job has no signal and no stdin to close
+	return true
+}
+
+// startJob notes a job's input as it starts to go out (flow control, the transcript).
+func (s *Session) startJob(job *writeJob) {
+	job.started = true
+	s.noteFlow(job.data)
+	s.noteInput(job.data, s.inputHidden())
 }
 
 // waitExit records the leader's exit, then sweeps what is left of the session's tree and

@@ -34,23 +34,10 @@ var typeaheadBackoff = []time.Duration{
 // Write returns at its yield with the bytes still queued, as for a program that does not
 // read. It returns false if the session ended meanwhile.
 func (s *Session) holdTypeahead(job *writeJob) bool {
-	if !s.tty || !waitDetectionAvailable || len(job.data) == 0 {
-		return true
-	}
 	var timer *time.Timer
 	start := time.Now()
 	for i := 0; ; i++ {
-		a, err := s.master.Attrs()
-		if err != nil || !a.Echo {
-			return true
-		}
-		if a.Signals && (hasCC(job.data, a.Intr) || hasCC(job.data, a.Quit) || hasCC(job.data, a.Susp)) {
-			return true
-		}
-		if s.ahead == nil {
-			s.ahead = new(waitState)
-		}
-		if !s.readerAhead(s.ahead) || time.Since(start) >= maxTypeaheadHold {
+		if s.mayWrite(job, start) {
 			return true
 		}
 		d := typeaheadBackoff[min(i, len(typeaheadBackoff)-1)]
@@ -66,6 +53,27 @@ func (s *Session) holdTypeahead(job *writeJob) bool {
 		case <-timer.C:
 		}
 	}
+}
+
+// mayWrite reports whether job's input may be written now, by the rules of
+// holdTypeahead, for a job held since start. Only the writer (whoever holds writerOn)
+// calls it (it uses the
+// writer's cache, s.ahead).
+func (s *Session) mayWrite(job *writeJob, start time.Time) bool {
+	if !s.tty || !waitDetectionAvailable || len(job.data) == 0 {
+		return true
+	}
+	a, err := s.master.Attrs()
+	if err != nil || !a.Echo {
+		return true
+	}
+	if a.Signals && (hasCC(job.data, a.Intr) || hasCC(job.data, a.Quit) || hasCC(job.data, a.Susp)) {
+		return true
+	}
+	if s.ahead == nil {
+		s.ahead = new(waitState)
+	}
+	return !s.readerAhead(s.ahead) || time.Since(start) >= maxTypeaheadHold
 }
 
 // hasCC reports whether data holds the control character c (0 means disabled).
