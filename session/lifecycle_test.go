@@ -77,3 +77,36 @@ func TestManagerCloseRacesFirstStart(t *testing.T) {
 		}
 	}
 }
+
+// An exec whose start waited longer than its yield window (the first exec of a manager
+// starts the reaper, which a loaded machine can take seconds to run) still gives the
+// program its window: a program that exits at once is reported exited, with its output,
+// not running with nothing.
+func TestExecYieldOpensAfterSlowStart(t *testing.T) {
+	t.Parallel()
+	m, err := NewManager(Options{NoRecord: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	// The start waits for the reaper's lock, held here past the whole window.
+	y := int64(3000)
+	m.rmu.Lock()
+	done := make(chan *Result, 1)
+	go func() {
+		r, err := m.NewClient("t").Exec(context.Background(), ExecRequest{Cmd: "echo slow-start-$((6*7)); exit 3", YieldTimeMs: &y})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	time.Sleep(2 * time.Duration(y) * time.Millisecond) // the slow start itself, not a synchronisation
+	m.rmu.Unlock()
+	r := <-done
+	if r == nil {
+		return
+	}
+	if r.State != StateExited || r.ExitCode == nil || *r.ExitCode != 3 || !bytes.Contains([]byte(r.Output), []byte("slow-start-42")) {
+		t.Errorf("exec after a start slower than its window: state %s, because %s, output %q; want it exited 3 with its output", r.State, r.ReturnedBecause, r.Output)
+	}
+}

@@ -214,7 +214,10 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 			warns = append(warns, "stdin not written: "+err.Error())
 		}
 	}
-	col := s.collect(ctx, collectOpts{deadline: t0.Add(yield), budget: budget, pattern: re, echo: echo, shellFrom: -1})
+	// The yield window opens once the program runs: a start that waited (the first one
+	// of a manager starts the reaper, a re-exec of this binary that a loaded machine can
+	// take seconds to run) must not use up the window before the program had a moment.
+	col := s.collect(ctx, collectOpts{deadline: time.Now().Add(yield), budget: budget, pattern: re, echo: echo, shellFrom: -1})
 	r := c.result(s, t0, col, warns)
 	r.Profile = s.profile
 	return r, nil
