@@ -57,8 +57,7 @@ func (s *Session) holdTypeahead(job *writeJob) bool {
 
 // mayWrite reports whether job's input may be written now, by the rules of
 // holdTypeahead, for a job held since start. Only the writer (whoever holds writerOn)
-// calls it (it uses the
-// writer's cache, s.ahead).
+// calls it: it uses the writer's cache, s.ahead.
 func (s *Session) mayWrite(job *writeJob, start time.Time) bool {
 	if !s.tty || !waitDetectionAvailable || len(job.data) == 0 {
 		return true
