@@ -89,8 +89,11 @@ func TestExecYieldOpensAfterSlowStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close(context.Background())
-	// The start waits for the reaper's lock, held here past the whole window.
-	y := int64(3000)
+	// The start waits for the reaper's lock, held here past the whole window. The window
+	// is long enough for the command to end in on a loaded machine once it runs; the
+	// lock is held a second longer, so the window the code before opened at the call's
+	// start had passed before the command could run.
+	y := int64(10000)
 	m.rmu.Lock()
 	done := make(chan *Result, 1)
 	go func() {
@@ -100,7 +103,7 @@ func TestExecYieldOpensAfterSlowStart(t *testing.T) {
 		}
 		done <- r
 	}()
-	time.Sleep(2 * time.Duration(y) * time.Millisecond) // the slow start itself, not a synchronisation
+	time.Sleep(time.Duration(y)*time.Millisecond + time.Second) // the slow start itself, not a synchronisation
 	m.rmu.Unlock()
 	r := <-done
 	if r == nil {
