@@ -75,15 +75,25 @@ func idleSessions(count, samples int, managerPid func() int, call, control func(
 }
 
 // treeRSS is the resident memory of pid and of its direct children that are ptyhub
-// processes (the reaper), not the sessions' programs.
+// processes (the reaper), not the sessions' programs. A child is listed in the children
+// file of the thread that forked it, so every thread's is read: the reaper is started
+// from whichever thread ran the first session's start.
 func treeRSS(pid int) int64 {
 	total := procRSS(pid)
-	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
 	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-	for _, f := range strings.Fields(string(kids)) {
-		k, _ := strconv.Atoi(f)
-		if e, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", k)); e == exe {
-			total += procRSS(k)
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	seen := map[int]bool{}
+	for _, t := range tasks {
+		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, t.Name()))
+		for _, f := range strings.Fields(string(kids)) {
+			k, _ := strconv.Atoi(f)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if e, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", k)); e == exe {
+				total += procRSS(k)
+			}
 		}
 	}
 	return total
