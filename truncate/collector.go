@@ -170,6 +170,12 @@ func (c *Collector) Result() Result {
 		// Text up to markerTokens long is shown whole: the marker would be
 		// longer.
 		limit := max(c.budget, markerTokens)
+		if len(left) <= limit/maxTokensPerByte {
+			// It fits without a count (the usual short result), so a process whose
+			// results are short never builds the tokenizer (tens of milliseconds on
+			// its first use, seconds on a loaded machine).
+			return Result{Text: left}
+		}
 		n, exact := Tokens(left, limit)
 		if n <= limit {
 			return Result{Text: left, OriginalTokens: n}

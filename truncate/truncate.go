@@ -40,7 +40,8 @@ type Result struct {
 	Truncated bool
 	// OriginalTokens counts the whole input: exactly when it was held whole
 	// and near the budget, else the shown part exactly and the cut part
-	// estimated.
+	// estimated; 0 when it was shown whole without a count, being at most
+	// budget/maxTokensPerByte bytes long.
 	OriginalTokens int
 	// CutFrom and CutTo are the raw offsets covering every byte whose text
 	// was cut. They are widened to whole chunks, so they may cover a few
@@ -76,6 +77,11 @@ func Middle(text string, budget int) Result {
 // markerTokens is what the marker line costs, taken out of the budget:
 // "\n…1234567 tokens truncated…\n" is 8 tokens.
 const markerTokens = 10
+
+// maxTokensPerByte bounds the tokens of a text by its length: a token covers at least
+// one byte, except that each byte that is not UTF-8 is read as U+FFFD, whose three bytes
+// may be three tokens.
+const maxTokensPerByte = 3
 
 func marker(n int) string {
 	return "…" + strconv.Itoa(n) + " tokens truncated…"

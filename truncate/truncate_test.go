@@ -30,8 +30,47 @@ func TestMiddleFits(t *testing.T) {
 		if Count(s) > markerTokens {
 			r = Middle(s, Count(s))
 		}
-		if r != (Result{Text: s, OriginalTokens: Count(s)}) {
+		want := Result{Text: s, OriginalTokens: Count(s)}
+		if len(s) <= max(Count(s), markerTokens)/maxTokensPerByte {
+			want.OriginalTokens = 0 // short enough to fit uncounted
+		}
+		if r != want {
 			t.Errorf("%s: %+v", name, r)
+		}
+	}
+}
+
+// A text short enough to fit whatever it holds is shown whole without a count (so the
+// tokenizer is not built for it); one byte longer, it is counted.
+func TestShortResultNotCounted(t *testing.T) {
+	const budget = 300
+	short := strings.Repeat("a", budget/maxTokensPerByte)
+	if r := Middle(short, budget); r != (Result{Text: short}) {
+		t.Errorf("short text: %+v, want it whole and uncounted", r)
+	}
+	longer := short + "b"
+	if r := Middle(longer, budget); r != (Result{Text: longer, OriginalTokens: Count(longer)}) {
+		t.Errorf("longer text: %+v, want it whole and counted", r)
+	}
+}
+
+// The bound the uncounted results rely on: no text has more than maxTokensPerByte tokens
+// a byte, bytes that are not UTF-8 included.
+func TestCountBoundedByLength(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabets := [][]byte{
+		{0x80, 0xff, 0xc3, 0xe2, 0xf0, 0xa0, 0xbf}, // stray and cut UTF-8
+		[]byte("a \n\t.,;{}0123456789"),
+		[]byte("\xe2\x96\x91\xc3\xa9\xe6\x97\xa5 "), // ░, é, 日: whole and in pieces
+	}
+	for i := range 3000 {
+		a := alphabets[i%len(alphabets)]
+		b := make([]byte, 1+rng.IntN(64))
+		for j := range b {
+			b[j] = a[rng.IntN(len(a))]
+		}
+		if n := Count(string(b)); n > maxTokensPerByte*len(b) {
+			t.Fatalf("%q: %d tokens in %d bytes", b, n, len(b))
 		}
 	}
 }
