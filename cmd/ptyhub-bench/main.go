@@ -103,6 +103,7 @@ func (f figure) verdict() string {
 // The targets of the turn figures.
 const (
 	turnTarget  = 300 * time.Microsecond  // a REPL turn: pexpect's in-process overhead
+	tsTarget    = 600 * time.Microsecond  // the same turn through the TypeScript SDK
 	execTarget  = 500 * time.Microsecond  // exec_command of /bin/true
 	readyTarget = 1000 * time.Microsecond // python3 -q ready after its prompt
 	cliTarget   = 1500 * time.Microsecond // `ptyhub version` over a Go hello
@@ -283,7 +284,7 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		if fl, pr, err := tsTurns(n, bin, cmd.Env, turnFloor); err != nil {
 			figs = append(figs, figure{name: tsName, note: "not measured: " + err.Error()})
 		} else {
-			figs = append(figs, figure{name: tsName, floorName: "bare pty turn", floor: fl, prod: pr, note: "node " + tsDriver}.withTarget(turnTarget))
+			figs = append(figs, figure{name: tsName, floorName: "bare pty turn", floor: fl, prod: pr, note: "node " + tsDriver}.withTarget(tsTarget))
 		}
 		// The peers doing the same turn, against the same floor.
 		if fl, pr, note, err := tmuxTurns(n, turnFloor); err != nil {
