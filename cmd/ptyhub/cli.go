@@ -368,7 +368,8 @@ Lists the sessions of the ptyhub server, as the list_sessions tool shows them to
 agent: ID, NAME, PID, STATE (running, running(input) when it waits for input,
 exited(CODE), killed(SIGNAL), timed-out), AGE, QUIET (time since its last output), CPU
 and RSS of its processes, the TCP PORTS they listen on, CLIENTS (attached terminals),
-COMMAND and the last line of output.
+CWD (a shell's directory as its last prompt reported it, for a bash, zsh or fish with
+shell integration; - for other programs), COMMAND and the last line of output.
 
 IDs are never reused for you, also across server restarts. The server and each agent's
 ptyhub mcp (which runs that agent's sessions) take ids in blocks of 64 from one counter
