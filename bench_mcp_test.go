@@ -21,7 +21,17 @@ import (
 // reader, collector), the response line out. Its B/op and allocs/op are what ptyhub
 // allocates for one tool call (the client's own decoding is not counted: the lines are
 // written and read as bytes).
-func BenchmarkMCPREPLTurn(b *testing.B) {
+func BenchmarkMCPREPLTurn(b *testing.B) { benchMCPTurn(b, true) }
+
+// BenchmarkMCPREPLTurnDetector is BenchmarkMCPREPLTurn's turn without wait_for: the
+// call returns when the waiting-for-input detector sees python3 blocked at its next
+// prompt. Run it with -trace to count the goroutine hand-offs and syscalls of a turn.
+func BenchmarkMCPREPLTurnDetector(b *testing.B) { benchMCPTurn(b, false) }
+
+// benchMCPTurn runs the REPL turns of the two benchmarks above: with waitFor each call
+// passes wait_for and must return on the pattern, else on the detector, with the turn's
+// whole output.
+func benchMCPTurn(b *testing.B, waitFor bool) {
 	if _, err := osexec.LookPath("python3"); err != nil {
 		b.Skip("python3 not installed")
 	}
@@ -63,8 +73,12 @@ func BenchmarkMCPREPLTurn(b *testing.B) {
 		b.Fatalf("python3 did not prompt: %s", resp)
 	}
 	id := m[1]
+	wf, because := `,"wait_for":">>> $"`, `"returned_because":"pattern"`
+	if !waitFor {
+		wf, because = "", `"returned_because":"waiting_for_input"`
+	}
 	req := func(n int) string {
-		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"write_stdin","arguments":{"session_id":%q,"chars":"1+1\n","wait_for":">>> $","yield_time_ms":30000}}}`, n, id)
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"write_stdin","arguments":{"session_id":%q,"chars":"1+1\n"%s,"yield_time_ms":30000}}}`, n, id, wf)
 	}
 	reqs := make([]string, 1024)
 	next := len(reqs) // the index of the next request line made ahead
@@ -82,7 +96,7 @@ func BenchmarkMCPREPLTurn(b *testing.B) {
 		}
 		r := call(reqs[next])
 		next++
-		if !strings.Contains(r, `"returned_because":"pattern"`) {
+		if !strings.Contains(r, because) || !waitFor && !strings.Contains(r, `"output":"1+1\n2\n\u003e\u003e\u003e "`) {
 			b.Fatalf("turn: %s", r)
 		}
 	}
