@@ -95,10 +95,12 @@ func TestAgentAndReaperKilledSweptAtStart(t *testing.T) {
 		return cmd, in, bufio.NewReader(out)
 	}
 	first, in, out := agent()
+	// The job itself says READY once its trap is set: a READY from the parent shell could
+	// come before the job ran its trap, and the hangup would then end it too.
 	for _, msg := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"(trap '' HUP TERM; exec sleep 1000) & echo READY; sleep 1000","wait_for":"READY","yield_time_ms":30000}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec_command","arguments":{"cmd":"(trap '' HUP TERM; echo READY; exec sleep 1000) & sleep 1000","wait_for":"READY","yield_time_ms":30000}}}`,
 	} {
 		if _, err := io.WriteString(in, msg+"\n"); err != nil {
 			t.Fatal(err)

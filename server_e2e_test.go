@@ -727,7 +727,8 @@ func TestServerLogs(t *testing.T) {
 func TestServerAndReaperKilled(t *testing.T) {
 	t.Parallel()
 	h := svNew(t)
-	out := h.ok("exec", "--json", "--wait-for", "READY", "-c", "(trap '' HUP TERM; exec sleep 1000) & echo READY; sleep 1000")
+	// The job says READY itself, once its trap is set (see TestAgentAndReaperKilledSweptAtStart).
+	out := h.ok("exec", "--json", "--wait-for", "READY", "-c", "(trap '' HUP TERM; echo READY; exec sleep 1000) & sleep 1000")
 	var r session.Result
 	if err := json.Unmarshal([]byte(out), &r); err != nil || r.State != session.StateRunning {
 		t.Fatalf("exec: %v %s", err, out)

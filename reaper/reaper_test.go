@@ -129,12 +129,13 @@ func waitGone(t *testing.T, pids []int) {
 }
 
 // jobScript starts, under an interactive bash, the jobs that defeat killpg: a plain job, a job ignoring HUP and TERM, a nohup job, a setsid escaper, and a
-// foreground job; it prints their pids.
+// foreground job; it prints their pids (the job ignoring HUP and TERM prints its own once
+// its trap is set, so it ignores them by the time the test goes on).
 const jobScript = `sleep 1001 & echo PID $!
-(trap '' HUP TERM; exec sleep 1002) & echo PID $!
+(trap '' HUP TERM; echo PID $BASHPID; exec sleep 1002) &
 nohup sleep 1004 >/dev/null 2>&1 & echo PID $!
 setsid sh -c 'echo PID $$; exec sleep 1005' </dev/null 2>/dev/null &
-sleep 0.2; echo READY; sleep 1003
+sleep 1003
 `
 
 // untilPrompt reads rd until an interactive shell printed its prompt. Input written
