@@ -60,7 +60,7 @@
 //
 // # Lock order
 //
-// The package has 15 mutexes. Where two are held at once, they are taken in this order
+// The package has 16 mutexes. Where two are held at once, they are taken in this order
 // (an outer one first); each is documented in this order where it is declared:
 //
 //  1. Session.collectMu (the agent cursor; held for a whole collect)
@@ -75,6 +75,7 @@
 // Manager.rmu (the reaper and the manager's faults; taken under Client.mu), Session.qmu
 // (the input queue and whether a writer runs), heldWatch.mu (the watched pidfds of held
 // leaders), Session.matchMu (the patterns matched), askState.mu (a pending ask),
-// recorder.mu (a transcript's queued events), recorders.mu (the live recorders), and
-// pruneMu (the last retention pass per directory).
+// recorder.mu (a transcript's queued events), recorders.mu (the live recorders),
+// worldCache.mu (a client's session environments) and pruneMu (the last retention pass
+// per directory).
 package session

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/ptyhub/ptyhub/reaper"
 )
@@ -50,56 +51,148 @@ func envKey(k string) bool {
 // clearEnv) with PWD set to dir, then the profile, then the request's variables, then
 // PTYHUB_SESSION. Keys are checked.
 func buildEnv(base []string, dir, profile string, clearEnv bool, extra map[string]string, uuid string) ([]string, error) {
-	vars := map[string]string{}
-	var order []string
-	set := func(k, v string) {
-		if _, ok := vars[k]; !ok {
-			order = append(order, k)
-		}
-		vars[k] = v
-	}
+	return newEnvBase(base, dir, profile, clearEnv).with(extra, uuid)
+}
+
+// envBase is a session's environment before the request's variables and PTYHUB_SESSION:
+// the caller's environment (unless clearEnv) with PWD set to the session's directory,
+// then the profile's variables. It is immutable once built, so the sessions of one caller
+// world share it (worldCache).
+type envBase struct {
+	env   []string       // KEY=VALUE, each key once, in the order it was first set
+	index map[string]int // key → its entry in env
+}
+
+// newEnvBase builds the envBase of base (the caller's environment), dir, profile and
+// clearEnv. A key set twice keeps its first place and its last value, as in a shell.
+func newEnvBase(base []string, dir, profile string, clearEnv bool) *envBase {
+	b := &envBase{index: make(map[string]int, len(base)+len(agentEnv)+2)}
 	if !clearEnv {
+		b.env = make([]string, 0, len(base)+len(agentEnv)+2)
 		for _, kv := range base {
-			if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
-				set(k, v)
+			if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
+				b.setEntry(k, kv)
 			}
 		}
 		// As a shell does for the programs it starts after a cd: the logical path of the
 		// directory the program runs in.
-		set("PWD", dir)
+		b.set("PWD", dir)
 	}
 	switch profile {
 	case ProfileAgent:
 		for _, kv := range agentEnv {
-			set(kv[0], kv[1])
+			b.set(kv[0], kv[1])
 		}
-		if vars["LANG"] == "" && vars["LC_ALL"] == "" && vars["LC_CTYPE"] == "" {
-			set("LANG", "C.UTF-8")
+		if b.get("LANG") == "" && b.get("LC_ALL") == "" && b.get("LC_CTYPE") == "" {
+			b.set("LANG", "C.UTF-8")
 		}
 	case ProfilePlain:
-		set("TERM", "xterm-256color")
+		b.set("TERM", "xterm-256color")
 	}
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
+	return b
+}
+
+// set sets k to v while b is built.
+func (b *envBase) set(k, v string) { b.setEntry(k, k+"="+v) }
+
+// setEntry sets k to the entry kv ("k=…") while b is built.
+func (b *envBase) setEntry(k, kv string) {
+	if i, ok := b.index[k]; ok {
+		b.env[i] = kv
+		return
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := extra[k]
-		if !envKey(k) {
-			return nil, argError("env", fmt.Sprintf(": %q is not a valid variable name (letters, digits and _, not starting with a digit)", k))
+	b.index[k] = len(b.env)
+	b.env = append(b.env, kv)
+}
+
+// get returns the value of k in b ("" when unset).
+func (b *envBase) get(k string) string {
+	if i, ok := b.index[k]; ok {
+		return b.env[i][len(k)+1:]
+	}
+	return ""
+}
+
+// with returns the child's environment: b, then extra's variables in the order of their
+// names, then PTYHUB_SESSION=uuid; a variable b has keeps its place. Names and values of
+// extra are checked. b is not modified: the result is a new slice.
+func (b *envBase) with(extra map[string]string, uuid string) ([]string, error) {
+	env := make([]string, len(b.env), len(b.env)+len(extra)+1)
+	copy(env, b.env)
+	// Requests' own variables appended by this call: a name set twice (only PTYHUB_SESSION
+	// can be, after extra) is found here.
+	var added map[string]int
+	set := func(k, kv string) {
+		if i, ok := b.index[k]; ok {
+			env[i] = kv
+		} else if i, ok := added[k]; ok {
+			env[i] = kv
+		} else {
+			if added == nil {
+				added = make(map[string]int, len(extra)+1)
+			}
+			added[k] = len(env)
+			env = append(env, kv)
 		}
-		if strings.ContainsRune(v, 0) {
-			return nil, argError("env", fmt.Sprintf(": the value of %s contains a NUL byte", k))
+	}
+	if len(extra) > 0 {
+		keys := make([]string, 0, len(extra))
+		for k := range extra {
+			keys = append(keys, k)
 		}
-		set(k, v)
+		sort.Strings(keys)
+		for _, k := range keys {
+			v := extra[k]
+			if !envKey(k) {
+				return nil, argError("env", fmt.Sprintf(": %q is not a valid variable name (letters, digits and _, not starting with a digit)", k))
+			}
+			if strings.ContainsRune(v, 0) {
+				return nil, argError("env", fmt.Sprintf(": the value of %s contains a NUL byte", k))
+			}
+			set(k, k+"="+v)
+		}
 	}
-	set(reaper.EnvSession, uuid)
-	env := make([]string, 0, len(order))
-	for _, k := range order {
-		env = append(env, k+"="+vars[k])
-	}
+	set(reaper.EnvSession, reaper.EnvSession+"="+uuid)
 	return env, nil
+}
+
+// worldCache keeps the envBase of each caller world a client's sessions start in (the
+// directory, profile and clearEnv of a request; the caller's environment is the
+// client's, immutable), so that each start copies one list instead of rebuilding it.
+// At most worldCacheSize worlds are kept; past that the cache starts over. Safe for
+// concurrent use; mu is a leaf lock.
+type worldCache struct {
+	mu     sync.Mutex
+	worlds map[worldKey]*envBase
+}
+
+// worldCacheSize bounds a client's cached worlds (a client that names many directories
+// rebuilds some environments, never holds more than this many).
+const worldCacheSize = 16
+
+type worldKey struct {
+	dir, profile string
+	clearEnv     bool
+}
+
+// base returns the envBase of base (the caller's environment, the same on every call
+// for one cache), dir, profile and clearEnv, built on the first call for that world.
+func (c *worldCache) base(base []string, dir, profile string, clearEnv bool) *envBase {
+	k := worldKey{dir, profile, clearEnv}
+	c.mu.Lock()
+	b := c.worlds[k]
+	c.mu.Unlock()
+	if b != nil {
+		return b
+	}
+	b = newEnvBase(base, dir, profile, clearEnv)
+	c.mu.Lock()
+	if c.worlds == nil || len(c.worlds) >= worldCacheSize {
+		c.worlds = make(map[worldKey]*envBase)
+	}
+	c.worlds[k] = b
+	c.mu.Unlock()
+	return b
 }
 
 // getenv looks a variable up in an environment list (last one wins).

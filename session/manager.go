@@ -474,7 +474,7 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		return nil, nil, err
 	}
 	id := uuid.Must(uuid.NewV7()).String()
-	dir, env, err := startWorld(req, owner.caller, profile, id)
+	dir, env, err := startWorld(req, owner.caller, &owner.worlds, profile, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -623,8 +623,9 @@ func startShape(req *ExecRequest) (profile string, rows, cols int, err error) {
 }
 
 // startWorld returns the directory and environment of session id: the caller's (the
-// process's own for the zero Caller), with req's workdir and environment applied.
-func startWorld(req *ExecRequest, caller Caller, profile, id string) (dir string, env []string, err error) {
+// process's own for the zero Caller), with req's workdir and environment applied. The
+// environment of a caller with a directory is built from worlds, once per world.
+func startWorld(req *ExecRequest, caller Caller, worlds *worldCache, profile, id string) (dir string, env []string, err error) {
 	base, baseEnv := caller.Dir, caller.Env
 	if base == "" {
 		wd, err := os.Getwd()
@@ -636,7 +637,14 @@ func startWorld(req *ExecRequest, caller Caller, profile, id string) (dir string
 	if dir, err = resolveWorkdir(base, req.Workdir); err != nil {
 		return "", nil, err
 	}
-	env, err = buildEnv(baseEnv, dir, profile, req.ClearEnv, req.Env, id)
+	var eb *envBase
+	if caller.Dir == "" {
+		// The process's own environment may have changed since the last start.
+		eb = newEnvBase(baseEnv, dir, profile, req.ClearEnv)
+	} else {
+		eb = worlds.base(baseEnv, dir, profile, req.ClearEnv)
+	}
+	env, err = eb.with(req.Env, id)
 	return dir, env, err
 }
 
@@ -724,6 +732,8 @@ type Client struct {
 	ended []Ended
 
 	faultsSeen int // the manager's faults this client was told of (guarded by m.rmu)
+
+	worlds worldCache // the environments its sessions start from, by world (env.go)
 }
 
 var _ Service = (*Client)(nil)
