@@ -52,7 +52,8 @@ type helper struct {
 	// so the leaders are on its children list and orphans on the others'. Set before the
 	// first request is read.
 	spawner int
-	wmu     sync.Mutex // serialises messages to the manager
+	wmu     sync.Mutex // serialises messages to the manager; guards wbuf
+	wbuf    []byte     // the encoding of the message being sent (see send)
 
 	// mu guards leaders and is held around fork and around reaping, so a leader's exit is
 	// never reaped before its pid is recorded and its spawn reply is sent.
@@ -194,7 +195,7 @@ func (h *helper) handle(m *msg, fds []int) {
 func (h *helper) reply(req, r *msg) {
 	r.ID, r.Op = req.ID, opReply
 	h.wmu.Lock()
-	send(h.conn, r, nil)
+	send(h.conn, &h.wbuf, r, nil)
 	h.wmu.Unlock()
 }
 
@@ -310,7 +311,7 @@ func (h *helper) reap() {
 		// Whatever outlived the leader is named in the exit report and killed.
 		h.sweep(e.tag, DefaultGrace, func(surv []Survivor) {
 			h.wmu.Lock()
-			send(h.conn, &msg{Op: opExit, Pid: e.pid, Tag: e.tag, Status: int(e.status), Survivors: surv}, nil)
+			send(h.conn, &h.wbuf, &msg{Op: opExit, Pid: e.pid, Tag: e.tag, Status: int(e.status), Survivors: surv}, nil)
 			h.wmu.Unlock()
 		}, true)
 	}

@@ -104,7 +104,8 @@ type Reaper struct {
 	cmd  *exec.Cmd
 	conn *net.UnixConn
 	log  *slog.Logger
-	wmu  sync.Mutex
+	wmu  sync.Mutex // serialises messages to the helper; guards wbuf
+	wbuf []byte     // the encoding of the message being sent (see send)
 
 	mu      sync.Mutex
 	nextID  uint64
@@ -267,7 +268,7 @@ func (r *Reaper) callSpawn(m *msg, fds []int, onExit func(Exit)) (reply, error) 
 	r.pending[m.ID] = pendingCall{ch: ch, onExit: onExit}
 	r.mu.Unlock()
 	r.wmu.Lock()
-	err := send(r.conn, m, fds)
+	err := send(r.conn, &r.wbuf, m, fds)
 	r.wmu.Unlock()
 	if err != nil {
 		r.mu.Lock()
