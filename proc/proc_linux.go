@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -89,7 +90,11 @@ func (r *Reader) pread(fd int) ([]byte, bool) {
 // and stats it for its size, which /proc does not know), and the exit path and the
 // reaper's sweeps read a few of these per session. The error of a failed open is the
 // Errno, so errors.Is(err, fs.ErrNotExist) holds for a missing file.
-func readFile(path string) ([]byte, error) {
+func readFile(path string) ([]byte, error) { return readFileInto(path, make([]byte, 0, 512)) }
+
+// readFileInto is readFile into buf's spare capacity (grown when the file is larger): a
+// caller that passes an array on its stack reads a small file without allocating.
+func readFileInto(path string, buf []byte) ([]byte, error) {
 	var fd int
 	var err error
 	for {
@@ -102,7 +107,7 @@ func readFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	b := make([]byte, 0, 512)
+	b := buf[:0]
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
@@ -138,9 +143,14 @@ func parseStat(pid int, b []byte) (Info, bool) {
 	if i < 0 || i+2 >= len(b) {
 		return Info{}, false
 	}
-	var f [20][]byte
-	if fields(b[i+2:], f[:]) < len(f) {
+	b = b[i+2:]
+	var sp [20][2]int
+	if fieldSpans(b, sp[:]) < len(sp) {
 		return Info{}, false
+	}
+	var f [20][]byte // slices of b, made here: fieldSpans keeps b on its caller's stack
+	for k, s := range sp {
+		f[k] = b[s[0]:s[1]]
 	}
 	num := func(k int) uint64 {
 		v, _ := decimal(f[k])
@@ -179,6 +189,26 @@ func fields(b []byte, f [][]byte) int {
 		}
 		if i > start {
 			f[n] = b[start:i]
+			n++
+		}
+	}
+	return n
+}
+
+// fieldSpans is fields giving each field's bounds in b instead of a slice of it: it
+// stores no pointer, so a b on the caller's stack stays there.
+func fieldSpans(b []byte, sp [][2]int) int {
+	n := 0
+	for i := 0; i < len(b) && n < len(sp); {
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		start := i
+		for i < len(b) && !isSpace(b[i]) {
+			i++
+		}
+		if i > start {
+			sp[n] = [2]int{start, i}
 			n++
 		}
 	}
@@ -272,7 +302,8 @@ func (r *Reader) AppendChildren(out []int, pid, threads int) []int {
 }
 
 func stat(pid int) (Info, error) {
-	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	var buf [512]byte
+	b, err := readFileInto("/proc/"+strconv.Itoa(pid)+"/stat", buf[:])
 	if err != nil {
 		return Info{}, ErrGone
 	}
@@ -335,7 +366,8 @@ func fastChildren(pid int) (kids []int, ok bool) {
 // threadChildren reads /proc/PID/task/TID/children: the children thread tid of pid
 // started (false: the file cannot be read).
 func threadChildren(pid, tid int) ([]int, bool) {
-	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/children")
+	var buf [512]byte
+	b, err := readFileInto("/proc/"+strconv.Itoa(pid)+"/task/"+strconv.Itoa(tid)+"/children", buf[:])
 	if err != nil {
 		return nil, false
 	}
@@ -344,9 +376,16 @@ func threadChildren(pid, tid int) ([]int, bool) {
 
 // appendPids appends the pids of a children file (numbers separated by spaces) to kids.
 func appendPids(kids []int, b []byte) []int {
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			kids = append(kids, n)
+	for i := 0; i < len(b); {
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		start := i
+		for i < len(b) && !isSpace(b[i]) {
+			i++
+		}
+		if n, ok := decimal(b[start:i]); ok && n <= math.MaxInt32 {
+			kids = append(kids, int(n))
 		}
 	}
 	return kids
@@ -391,7 +430,8 @@ func threadStates(pid int) ([]byte, bool) {
 }
 
 func exitStatus(pid int) (syscall.WaitStatus, bool) {
-	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	var buf [512]byte
+	b, err := readFileInto("/proc/"+strconv.Itoa(pid)+"/stat", buf[:])
 	if err != nil {
 		return 0, false
 	}
@@ -399,13 +439,14 @@ func exitStatus(pid int) (syscall.WaitStatus, bool) {
 	if i < 0 || i+2 >= len(b) {
 		return 0, false
 	}
-	f := bytes.Fields(b[i+2:])
-	// f[0] is field 3 (state); exit_code is field 52.
-	if len(f) < 50 || f[0][0] != 'Z' {
+	// Field 3 (state) is the first after the name; exit_code is field 52.
+	b = b[i+2:]
+	var sp [50][2]int
+	if fieldSpans(b, sp[:]) < len(sp) || b[sp[0][0]] != 'Z' {
 		return 0, false
 	}
-	code, err := strconv.Atoi(string(f[49]))
-	if err != nil {
+	code, ok := decimal(b[sp[49][0]:sp[49][1]])
+	if !ok || code > math.MaxInt32 {
 		return 0, false
 	}
 	return syscall.WaitStatus(code), true
