@@ -215,6 +215,11 @@ func resolveWorkdir(base, dir string) (string, error) {
 		abs = filepath.Join(base, dir)
 	}
 	abs = filepath.Clean(abs)
+	fi, err := os.Stat(abs)
+	if err == nil && fi.IsDir() {
+		return abs, nil
+	}
+	// The directory as the request named it, then as resolved when that differs.
 	name := fmt.Sprintf("%q", dir)
 	if dir == "" {
 		name = "(the caller's directory)"
@@ -222,17 +227,13 @@ func resolveWorkdir(base, dir string) (string, error) {
 	if abs != dir {
 		name += fmt.Sprintf(" (%s)", abs)
 	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return "", argError("workdir", fmt.Sprintf(" %s does not exist", name))
-		}
+	switch {
+	case os.IsNotExist(err):
+		return "", argError("workdir", fmt.Sprintf(" %s does not exist", name))
+	case err != nil:
 		return "", argError("workdir", fmt.Sprintf(" %s: %v", name, err))
 	}
-	if !fi.IsDir() {
-		return "", argError("workdir", fmt.Sprintf(" %s is not a directory", name))
-	}
-	return abs, nil
+	return "", argError("workdir", fmt.Sprintf(" %s is not a directory", name))
 }
 
 // lookPath resolves file on the child's PATH (not the manager's), relative to dir.
