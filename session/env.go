@@ -47,12 +47,9 @@ func envKey(k string) bool {
 	return k != ""
 }
 
-// buildEnv returns the child's environment: base, the caller's environment (unless
-// clearEnv) with PWD set to dir, then the profile, then the request's variables, then
-// PTYHUB_SESSION. Keys are checked.
-func buildEnv(base []string, dir, profile string, clearEnv bool, extra map[string]string, uuid string) ([]string, error) {
-	return newEnvBase(base, dir, profile, clearEnv).with(extra, uuid)
-}
+// A session's environment is the caller's (unless clearEnv) with PWD set to its
+// directory, then the profile's variables (an envBase), then the request's variables,
+// then PTYHUB_SESSION (envBase.with).
 
 // envBase is a session's environment before the request's variables and PTYHUB_SESSION:
 // the caller's environment (unless clearEnv) with PWD set to the session's directory,
