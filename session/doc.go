@@ -44,8 +44,10 @@
 //     caught up with output the reader found quiet, and the last one once the output has
 //     ended and it wrote what it owes;
 //   - the screen's query answerer runs while there is output it has not scanned: the
-//     reader starts it (noteOutput, screen.Model.Kick), and it ends once caught up, or at
-//     stopFeatures.
+//     reader starts it (noteOutput, screen.Model.Kick) when more than a small read waits
+//     or a cursor position query needs the emulator (a small read is scanned, and its
+//     other queries answered, by the reader itself in Kick), and it ends once caught up,
+//     or at stopFeatures.
 //
 // Per call: Wait and Watch run one watcher goroutine per session, owned by the call and
 // ended by its context (cancelled when the call returns); Manager.Close and Client.Close
