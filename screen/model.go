@@ -42,7 +42,11 @@ func window(rows, cols int) int64 {
 // The answerer runs only while there is output it has not scanned: the stream's
 // producer calls Kick after each Write, which starts it if none runs, and it ends once
 // it has caught up (after a flood, once the flood ended), at the end of the stream, or
-// at Close. So a quiet stream has no goroutine of the model.
+// at Close. So a quiet stream has no goroutine of the model. A small write (at most
+// inlineScan bytes unscanned, the common case: a prompt, an echo, a REPL's answer) is
+// scanned by Kick itself, in the producer's goroutine, and its queries answered there,
+// so a write costs no goroutine and no wake-up of one; only a cursor position query,
+// which needs the emulator, is left to the goroutine, which Kick then starts.
 type Model struct {
 	hub   *broadcast.Hub
 	reply func([]byte)
@@ -59,9 +63,13 @@ type Model struct {
 	stopped bool           // Close was called or the stream ended: none starts again
 	wg      sync.WaitGroup // the running answerer, waited for by Close
 	// The answerer's cursor and scanner, used only by the running answerer (run hands
-	// them from one to the next); asc is made by the first run (nil until output came).
+	// them from one to the next, and Kick's inline scan is one); asc is made by the
+	// first run (nil until output came). pend holds the queries a run found but has not
+	// answered yet (an inline scan's, handed to the goroutine with a cursor position
+	// query among them).
 	aoff int64
 	asc  *Scanner
+	pend []Event
 
 	mu   sync.Mutex // guards the fields below; held while the emulator catches up
 	term *Terminal  // nil until first needed and after the end
@@ -107,10 +115,19 @@ func Follow(h *broadcast.Hub, rows, cols int, reply func([]byte)) *Model {
 	return m
 }
 
-// Kick tells the model that the stream has new output: it starts the answerer unless one
-// runs (which then finds the output before it stops), the model answers nothing, or it
-// was closed. The producer calls it after each Write; it takes a short mutex and, at the
-// first output after a pause, starts a goroutine. Safe for concurrent use.
+// inlineScan is the most unscanned output Kick scans itself instead of starting the
+// answerer goroutine: a pty read of a prompt or a line is far smaller, and scanning it
+// (a memchr for ESC) costs less than a goroutine's start and the thread wake-up it
+// brings.
+const inlineScan = 4 << 10
+
+// Kick tells the model that the stream has new output: unless an answerer runs (which
+// then finds the output before it stops), the model answers nothing, or it was closed,
+// it scans the output itself when at most inlineScan bytes wait, and answers the
+// queries there, calling reply in the caller's goroutine; otherwise (more output, or a
+// cursor position query, whose answer needs the emulator) it starts the answerer
+// goroutine. The producer calls it after each Write. Safe for concurrent use; reply must
+// not call back into the producer's Write.
 func (m *Model) Kick() {
 	m.run.Lock()
 	if m.running || m.stopped {
@@ -120,7 +137,74 @@ func (m *Model) Kick() {
 	m.running = true
 	m.wg.Add(1)
 	m.run.Unlock()
+	if m.hub.End()-m.aoff <= inlineScan && m.scanInline() {
+		return
+	}
 	go m.answer()
+}
+
+// scanInline is Kick's scan of a small write, in the caller's goroutine, which holds
+// the answerer's role (running): it scans what waits, answers the queries found unless
+// one needs the emulator, and ends the role once caught up. It reports false when the
+// goroutine must take over (the queries found are then in pend, and the role with
+// them): a cursor position query, output that left the ring, or output written
+// meanwhile.
+func (m *Model) scanInline() bool {
+	if m.asc == nil {
+		m.asc = new(Scanner)
+	}
+	bp := scanBufs.Get().(*[]byte)
+	buf := (*bp)[:inlineScan]
+	ended := false
+	for {
+		n, missed, err := m.hub.ReadAt(buf, m.aoff)
+		if missed > 0 {
+			break // the goroutine resets the scanner and notes the gap
+		}
+		if n > 0 {
+			m.asc.Scan(buf[:n], m.aoff, m.keep)
+			m.aoff += int64(n)
+			continue
+		}
+		ended = err != nil
+		break
+	}
+	scanBufs.Put(bp)
+	for _, e := range m.pend {
+		if e.Query == QueryCPR || e.Query == QueryExtCPR {
+			return false
+		}
+	}
+	m.answerPending()
+	if ended {
+		m.answered.Store(math.MaxInt64)
+		m.idle(true)
+		m.wg.Done()
+		return true
+	}
+	if !m.idle(false) {
+		return false
+	}
+	m.wg.Done()
+	return true
+}
+
+// keep is the inline scan's event handler: queries wait in pend.
+func (m *Model) keep(e Event) {
+	if e.Kind == EventQuery {
+		m.pend = append(m.pend, e)
+	}
+}
+
+// answerPending answers the queries in pend, in order, and notes that everything up to
+// the answerer's cursor is answered. Called by the answerer's role only.
+func (m *Model) answerPending() {
+	for _, e := range m.pend {
+		m.onEvent(e)
+	}
+	clear(m.pend)
+	m.pend = m.pend[:0]
+	m.answered.Store(m.aoff)
 }
 
 // idle ends the answerer's run if the stream has no output it has not scanned (checked
@@ -151,6 +235,7 @@ func (m *Model) answer() {
 	if m.asc == nil {
 		m.asc = new(Scanner)
 	}
+	m.answerPending() // what an inline scan left (see scanInline)
 	sc, off := m.asc, &m.aoff
 	// During a flood (see floodAfter) the answerer wakes per batch of output or when the
 	// output pauses (broadcast.Hub.NotifyBatch), not per pty read: a wake (or a start)

@@ -557,3 +557,56 @@ func TestModelOfAQuietStreamIsSmall(t *testing.T) {
 	h.Close()
 	m.Close()
 }
+
+// goid returns the calling goroutine's id, from its stack's header.
+func goid() string {
+	var b [64]byte
+	s := string(b[:runtime.Stack(b[:], false)])
+	s = strings.TrimPrefix(s, "goroutine ")
+	return s[:strings.IndexByte(s, ' ')]
+}
+
+// TestKickAnswersSmallWriteInline: the queries of a small write are answered by Kick
+// itself, in the producer's goroutine, before it returns, with everything answered and
+// no answerer left running; a cursor position query, whose answer needs the emulator,
+// is answered by the answerer goroutine (the emulator stays off the producer's path),
+// after the queries before it in the same write.
+func TestKickAnswersSmallWriteInline(t *testing.T) {
+	t.Parallel()
+	h := broadcast.New(0)
+	var mu sync.Mutex
+	var got, where []string
+	m := Follow(h, 24, 80, func(b []byte) {
+		mu.Lock()
+		got, where = append(got, string(b)), append(where, goid())
+		mu.Unlock()
+	})
+	me := goid()
+	h.Write([]byte("x\x1b[5n\x1b[c"))
+	m.Kick()
+	mu.Lock()
+	if !slices.Equal(got, []string{"\x1b[0n", "\x1b[?1;2c"}) || !slices.Equal(where, []string{me, me}) {
+		t.Errorf("after Kick returned: answers %q, from goroutines %v (the producer is %s)", got, where, me)
+	}
+	mu.Unlock()
+	m.run.Lock()
+	running := m.running
+	m.run.Unlock()
+	if running || m.AnsweredTo() != h.End() {
+		t.Errorf("after Kick returned: running %v, answered to %d of %d", running, m.AnsweredTo(), h.End())
+	}
+
+	h.Write([]byte("\x1b[5n\x1b[6n"))
+	m.Kick()
+	m.wg.Wait()
+	mu.Lock()
+	if !slices.Equal(got[2:], []string{"\x1b[0n", "\x1b[1;2R"}) || where[2] == me || where[3] == me {
+		t.Errorf("with a cursor position query: answers %q from goroutines %v (the producer is %s)", got[2:], where[2:], me)
+	}
+	mu.Unlock()
+	if m.AnsweredTo() != h.End() {
+		t.Errorf("answered to %d of %d", m.AnsweredTo(), h.End())
+	}
+	h.Close()
+	m.Close()
+}

@@ -136,6 +136,7 @@ func (s *Session) collectDecider(o collectOpts) *decider {
 			d.looks.typed(time.Now())
 		}
 		d.settled = func() bool { return s.hub.End() == s.cursor }
+		d.stillRuns = s.stillRuns
 		d.look = func(quiet time.Duration) (bool, string) {
 			ok, method := s.waitingForInput(quiet)
 			if ok && s.sh != nil && s.sh.Prompting() {

@@ -27,9 +27,12 @@ type decider struct {
 	// looks paces the looks at whether the program waits for input and look takes one
 	// (yes, and the method that decided); nil looks: waiting for input is not looked at.
 	// settled reports that the output has settled (no output since the round's read).
-	looks   *lookSchedule
-	look    func(quiet time.Duration) (bool, string)
-	settled func() bool
+	// stillRuns (nil: none) reports that the thread the last look found running still
+	// runs (lookSchedule.look).
+	looks     *lookSchedule
+	look      func(quiet time.Duration) (bool, string)
+	settled   func() bool
+	stillRuns func() bool
 	// needNews: waiting for input counts only once output arrived in this follow.
 	needNews bool
 	// deadline ends the follow when it passes; zero: none.
@@ -124,7 +127,7 @@ func (d *decider) lookWaiting(r round) (bool, string) {
 		settled = nil
 	}
 	var method string
-	ok := d.looks.look(now, settled, func(quiet time.Duration) bool {
+	ok := d.looks.look(now, settled, d.stillRuns, func(quiet time.Duration) bool {
 		var yes bool
 		yes, method = d.look(quiet)
 		return yes

@@ -77,14 +77,19 @@ func (l *lookSchedule) streaming(now time.Time) { l.lastOut, l.printed = now, tr
 // the meantime); a nil settled (a flood: output has not stopped) means no such tries,
 // and so does a schedule that has seen no output yet: a program that has printed nothing
 // is usually still starting (python3 takes ~30 ms), and spinning on /proc beside it
-// slowed its start by ~0.3 ms on two CPUs. Unless it reports yes, it sets C for the next
-// look.
-func (l *lookSchedule) look(now time.Time, settled func() bool, try func(quiet time.Duration) bool) bool {
+// slowed its start by ~0.3 ms on two CPUs. Within the spin, a try is skipped while
+// running (nil: never) says the thread the last try found running still runs (one read
+// of its state, where a try costs four system calls or more): that try would say no
+// again. Unless it reports yes, it sets C for the next look.
+func (l *lookSchedule) look(now time.Time, settled, running func() bool, try func(quiet time.Duration) bool) bool {
 	if !now.Before(l.next) {
 		ok := try(now.Sub(l.lastOut))
 		if !ok && l.step == 0 && l.printed && settled != nil {
 			for end := now.Add(waitSpin); !ok && time.Now().Before(end) && settled(); {
 				runtime.Gosched()
+				if running != nil && running() {
+					continue
+				}
 				ok = try(time.Since(l.lastOut))
 			}
 		}

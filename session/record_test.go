@@ -234,3 +234,68 @@ func TestRecorderRunStaysForAStop(t *testing.T) {
 		t.Fatal("a run caught up with quiet output did not end")
 	}
 }
+
+// TestRecorderRunStartsWhenReaderFindsNothing: a small write to the hub does not start a
+// recorder run while the session's reader may still be reading the rest of the burst;
+// the reader's note that the terminal is empty (markQuiet) starts it, and it copies the
+// write; more than a flood's round waiting starts one at once. The test plays the
+// reader's part for these writes, on a real session whose program (cat) prints nothing.
+func TestRecorderRunStartsWhenReaderFindsNothing(t *testing.T) {
+	t.Parallel()
+	m, err := NewManager(Options{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	c := m.NewClient("t")
+	y := int64(10000)
+	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"cat"}, YieldTimeMs: &y})
+	if err != nil || r.ReturnedBecause != BecauseWaitingForInput {
+		t.Fatalf("cat: %+v, %v", r, err)
+	}
+	s, err := m.lookup(r.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := s.rec
+	<-rec.ready
+	running := func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return rec.running
+	}
+	// settle waits until a run has copied everything and, with ended, ended (a run
+	// after a flood's round waits for the next output instead).
+	settle := func(what string, ended bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for ended && running() || rec.copied.Load() != s.hub.End() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the recorder did not catch up: running %v, copied %d of %d", what, running(), rec.copied.Load(), s.hub.End())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	settle("the start", true)
+
+	s.hub.Write([]byte("x"))
+	s.noteOutput()
+	if running() {
+		t.Errorf("a run started at a 1-byte write, before the reader found the terminal empty")
+	}
+	rec.markQuiet()
+	s.hub.Flush() // as the reader does when it finds nothing
+	// Nothing else starts a run now: one that copies the write was started by markQuiet
+	// (it may have ended already).
+	settle("the small write", true)
+
+	s.hub.Write(make([]byte, floodRound+1))
+	s.noteOutput()
+	if !running() && rec.copied.Load() != s.hub.End() {
+		t.Errorf("no run started with a flood's round waiting")
+	}
+	rec.markQuiet()
+	s.hub.Flush()
+	settle("the large write", false)
+	c.Kill(context.Background(), KillRequest{SessionID: r.SessionID, Remove: true})
+}

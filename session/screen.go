@@ -38,8 +38,9 @@ func startScreen(s *Session, rows, cols int) *screenState {
 	return &screenState{m: screen.Follow(s.hub, rows, cols, reply)}
 }
 
-// kick tells the model of new output (the reader calls it after each chunk), which
-// starts the query answerer when it is not running.
+// kick tells the model of new output (the reader calls it after each chunk): a small
+// chunk's queries are answered here, in the reader (their answers enqueued, see
+// startScreen), else the query answerer is started when it is not running.
 func (sc *screenState) kick() {
 	if sc != nil {
 		sc.m.Kick()

@@ -37,6 +37,7 @@ func (s *Session) waitingForInput(quietFor time.Duration) (bool, string) {
 // returns waitMaybe: that becomes waitYes after quietFor reaches waitQuiet, waitUnsure
 // before.
 func (s *Session) lookVerdict(quietFor time.Duration) (waitVerdict, string) {
+	s.wait.runPid = 0 // set again if this look finds a thread running
 	if s.writing.Load() > 0 {
 		return waitNo, "" // our own input (or a query's answer) is on its way to the program
 	}
@@ -87,6 +88,9 @@ type waitState struct {
 	// timed or beside a working child (the typeahead view, readerAhead: input typed then
 	// will be read when the wait ends).
 	anyRead bool
+	// runPid and runTid are the thread the last look found running (its state R, D, T…),
+	// runPid 0 if none: stillRuns reads only its state.
+	runPid, runTid int
 
 	// The heuristic's (probeQuiet).
 	fg     []int     // the live processes of the foreground group at the last look
@@ -102,6 +106,26 @@ const (
 	methodPoll  = "tty_poll"
 	methodQuiet = "quiet"
 )
+
+// stillRuns reports whether the thread the last look (lookVerdict) found running is
+// still in a state that is not a sleep, by one read of its state: a look now would say
+// no again. False when the last look found none, or the thread is gone. Called with
+// collectMu held; it changes nothing.
+func (s *Session) stillRuns() bool {
+	w := &s.wait
+	if w.runPid == 0 {
+		return false
+	}
+	st, ok := w.pr.ThreadState(w.runPid, w.runTid)
+	if !ok {
+		return false
+	}
+	switch st {
+	case 'S', 'I', 'Z', 'X':
+		return false
+	}
+	return true
+}
 
 // waitDetectionAvailable says whether this platform has a waiting-for-input detector.
 const waitDetectionAvailable = true

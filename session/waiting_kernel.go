@@ -165,6 +165,7 @@ func (s *Session) scanForegroundIn(w *waitState, pgrp int) (sc fgScan) {
 			case 'Z', 'X':
 				continue
 			default: // R, D, T, t, W, P: running, disk sleep, stopped, traced
+				w.runPid, w.runTid = pid, tid
 				return false
 			}
 			k, fd := w.classify(pid, tid)
