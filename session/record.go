@@ -328,14 +328,34 @@ func (r *recorder) poke() {
 // running goroutine, caught up to the hub's end (ended: the goroutine has read the end
 // of the stream): output written after that look is followed by a kick, and an event or
 // stop by a poke, which then starts the next run or, if it came first, keeps this one.
+//
+// Before it ends the run it closes the text log's file (idle), so a session whose output
+// paused holds no fd for it; a flood keeps the file open from one round to the next (a
+// run ends only at a round of at most floodRound), where opening and closing it per
+// round cost an openat and a close per ~64 KiB. The look is made twice: once to leave
+// the file open when the run goes on, once, after the close, to end it.
 func (r *recorder) pause(ended bool) bool {
 	r.mu.Lock()
+	ok := r.mayPause(ended)
+	r.mu.Unlock()
+	if !ok {
+		return false
+	}
+	if r.tl != nil {
+		r.tl.idle()
+	}
+	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.events) > 0 || ended && r.stopping || !ended && !r.quiet {
+	if !r.mayPause(ended) {
 		return false
 	}
 	r.running = false
 	return true
+}
+
+// mayPause reports whether a run may end (pause); r.mu is held.
+func (r *recorder) mayPause(ended bool) bool {
+	return len(r.events) == 0 && !(ended && r.stopping) && (ended || r.quiet)
 }
 
 // input records data typed into the program; hidden input (echo off) is
@@ -533,9 +553,6 @@ func (r *recorder) run() {
 			b := buf
 			readBufs.Put(&b)
 			buf = nil
-			if r.tl != nil {
-				r.tl.idle() // caught up: the log's file is closed while nothing comes
-			}
 		}
 		if err := r.w.Err(); err != nil && !r.logged {
 			r.logged = true
