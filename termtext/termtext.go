@@ -184,6 +184,11 @@ type Converter struct {
 	inter           byte // first intermediate byte of the current ESC sequence
 
 	// SGR tracking for concealed text.
+	// cellsOnly turns the fast paths off (lineRun, appendRun, a whole character decoded
+	// at once): every byte goes through the cells, one at a time. Tests set it to check
+	// that the fast paths give the same text.
+	cellsOnly bool
+
 	conceal bool  // SGR 8 is on
 	hid     bool  // the marker of the current concealed run was shown
 	sv      int   // value of the CSI parameter being read
@@ -224,13 +229,14 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 				dst = c.put(dst, utf8.RuneError)
 			}
 			if b >= 0x20 && b < 0x7f {
-				if len(c.line) == 0 && len(c.shown) == 0 && c.cur == 0 && !c.cr && !c.conceal && !c.gfx && !c.redrawn && !c.onLast {
+				fast := !c.cellsOnly
+				if fast && len(c.line) == 0 && len(c.shown) == 0 && c.cur == 0 && !c.cr && !c.conceal && !c.gfx && !c.redrawn && !c.onLast {
 					var done bool
 					if dst, i, done = c.lineRun(dst, raw, i); done {
 						continue
 					}
 				}
-				if len(c.tail) > 0 || !c.cr && !c.conceal && !c.gfx && c.cur == len(c.line) && c.cur < maxLine {
+				if fast && (len(c.tail) > 0 || !c.cr && !c.conceal && !c.gfx && c.cur == len(c.line) && c.cur < maxLine) {
 					dst, i = c.appendRun(dst, raw, i)
 					continue
 				}
@@ -249,7 +255,7 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 			}
 			if b >= 0x80 {
 				// Fast path: a whole valid character in this chunk.
-				if r, size := utf8.DecodeRune(raw[i:]); size > 1 {
+				if r, size := utf8.DecodeRune(raw[i:]); size > 1 && !c.cellsOnly {
 					dst = c.putDecoded(dst, r)
 					i += size - 1
 					continue
