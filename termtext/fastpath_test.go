@@ -11,6 +11,44 @@ import (
 	"testing"
 )
 
+// printableRun, which tests eight bytes at a time, stops where a byte-at-a-time scan
+// does: for every byte value at every position of a printable run, at every alignment,
+// alone and with a second such byte after it (the borrows of one must not hide the
+// other).
+func TestPrintableRunExact(t *testing.T) {
+	t.Parallel()
+	slow := func(p []byte, i int) int {
+		for i < len(p) && p[i] >= 0x20 && p[i] < 0x7f {
+			i++
+		}
+		return i
+	}
+	buf := []byte(strings.Repeat("ab ~}!", 8))[:40]
+	check := func(p []byte) {
+		for from := 0; from <= len(p); from++ {
+			for _, lim := range []int{from, (from + len(p)) / 2, len(p)} {
+				if got, want := printableRun(p, from, lim), slow(p[:lim], from); got != want {
+					t.Fatalf("printableRun(%q, %d, %d) = %d, want %d", p, from, lim, got, want)
+				}
+			}
+		}
+	}
+	for v := range 256 {
+		for at := range 24 {
+			p := bytes.Clone(buf)
+			p[at] = byte(v)
+			check(p)
+			for _, w := range []byte{0x00, 0x1f, 0x7f, 0x80, 0xfe, 0xff, ' ', '~'} {
+				for d := 1; d < 9 && at+d < len(p); d++ {
+					q := bytes.Clone(p)
+					q[at+d] = w
+					check(q)
+				}
+			}
+		}
+	}
+}
+
 // fastPathInputs are inputs that take the converter's fast paths (a plain line copied
 // as it is, a run kept as bytes in the tail, a long line emitted a line's length at a
 // time, a whole character decoded at once) in and out of every state that turns them

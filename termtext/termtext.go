@@ -576,14 +576,17 @@ func String(raw []byte) string {
 
 // printableRun returns the end of the run of printable ASCII (0x20–0x7e) in
 // raw[from:lim] (lim ≤ len(raw)), eight bytes at a time while it can.
+//
+// A word's test is one mask of high bits: a byte below 0x20 borrows in w - 0x20 (per
+// byte), one from 0x7f to 0xfe gets its high bit in w + 1, and 0xff (0 in w + 1) has it
+// in w - 0x20. A borrow or carry into the byte above comes only from a flagged byte, and
+// a flagged word is looked at again a byte at a time.
 func printableRun(raw []byte, from, lim int) int {
 	raw = raw[:lim]
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	for from+8 <= len(raw) {
 		w := binary.LittleEndian.Uint64(raw[from:])
-		below := (w - ones*0x20) &^ w & highs // some byte < 0x20
-		above := ((w + ones) | w) & highs     // some byte > 0x7e
-		if below|above != 0 {
+		if ((w-ones*0x20)|(w+ones))&highs != 0 {
 			break
 		}
 		from += 8
