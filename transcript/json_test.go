@@ -67,9 +67,10 @@ func BenchmarkAppendJSONString(b *testing.B) {
 	}
 }
 
-// plainRun, which tests eight bytes at a time, stops where a byte-at-a-time scan does:
-// for every byte value at every position of a plain run, at every alignment, and for two
-// such bytes at once (the borrows of one must not hide or move the other).
+// plainRun, which tests 32 and eight bytes at a time, stops where a byte-at-a-time scan does:
+// for every byte value at every position of a plain run, at every alignment (and every
+// place in a block of four words), and for two such bytes at once (the borrows of one
+// must not hide or move the other).
 func TestPlainRunExact(t *testing.T) {
 	t.Parallel()
 	plain := func(b byte) bool { return b >= 0x20 && b < utf8.RuneSelf && b != '"' && b != '\\' }
@@ -88,10 +89,13 @@ func TestPlainRunExact(t *testing.T) {
 		}
 	}
 	for v := range 256 {
-		for at := range 24 {
+		for at := range len(buf) {
 			p := bytes.Clone(buf)
 			p[at] = byte(v)
 			check(p)
+			if at >= 24 {
+				continue
+			}
 			for _, w := range []byte{0x00, 0x1f, '"', '\\', 0x7f, 0x80, 0xff, ' ', '#', '[', ']'} {
 				for d := 1; d < 9 && at+d < len(p); d++ {
 					q := bytes.Clone(p)
