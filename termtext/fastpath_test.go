@@ -11,10 +11,10 @@ import (
 	"testing"
 )
 
-// printableRun, which tests eight bytes at a time, stops where a byte-at-a-time scan
-// does: for every byte value at every position of a printable run, at every alignment,
-// alone and with a second such byte after it (the borrows of one must not hide the
-// other).
+// printableRun, which tests 32 and eight bytes at a time, stops where a byte-at-a-time scan
+// does: for every byte value at every position of a printable run, at every alignment
+// (and every place in a block of four words), alone and with a second such byte after it
+// (the borrows of one must not hide the other).
 func TestPrintableRunExact(t *testing.T) {
 	t.Parallel()
 	slow := func(p []byte, i int) int {
@@ -34,10 +34,13 @@ func TestPrintableRunExact(t *testing.T) {
 		}
 	}
 	for v := range 256 {
-		for at := range 24 {
+		for at := range len(buf) {
 			p := bytes.Clone(buf)
 			p[at] = byte(v)
 			check(p)
+			if at >= 24 {
+				continue
+			}
 			for _, w := range []byte{0x00, 0x1f, 0x7f, 0x80, 0xfe, 0xff, ' ', '~'} {
 				for d := 1; d < 9 && at+d < len(p); d++ {
 					q := bytes.Clone(p)

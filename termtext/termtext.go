@@ -575,7 +575,7 @@ func String(raw []byte) string {
 }
 
 // printableRun returns the end of the run of printable ASCII (0x20–0x7e) in
-// raw[from:lim] (lim ≤ len(raw)), eight bytes at a time while it can.
+// raw[from:lim] (lim ≤ len(raw)), 32 then eight bytes at a time while it can.
 //
 // A word's test is one mask of high bits: a byte below 0x20 borrows in w - 0x20 (per
 // byte), one from 0x7f to 0xfe gets its high bit in w + 1, and 0xff (0 in w + 1) has it
@@ -584,6 +584,15 @@ func String(raw []byte) string {
 func printableRun(raw []byte, from, lim int) int {
 	raw = raw[:lim]
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for from+32 <= len(raw) { // four words, one test (a long run: a flood)
+		b := raw[from : from+32]
+		w0, w1 := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
+		w2, w3 := binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:])
+		if ((w0-ones*0x20)|(w0+ones)|(w1-ones*0x20)|(w1+ones)|(w2-ones*0x20)|(w2+ones)|(w3-ones*0x20)|(w3+ones))&highs != 0 {
+			break
+		}
+		from += 32
+	}
 	for from+8 <= len(raw) {
 		w := binary.LittleEndian.Uint64(raw[from:])
 		if ((w-ones*0x20)|(w+ones))&highs != 0 {
