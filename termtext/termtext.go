@@ -183,12 +183,12 @@ type Converter struct {
 	g0, g1, so, gfx bool
 	inter           byte // first intermediate byte of the current ESC sequence
 
-	// SGR tracking for concealed text.
 	// cellsOnly turns the fast paths off (lineRun, appendRun, a whole character decoded
 	// at once): every byte goes through the cells, one at a time. Tests set it to check
 	// that the fast paths give the same text.
 	cellsOnly bool
 
+	// SGR tracking for concealed text.
 	conceal bool  // SGR 8 is on
 	hid     bool  // the marker of the current concealed run was shown
 	sv      int   // value of the CSI parameter being read
