@@ -24,9 +24,11 @@ func TestPrintableRunExact(t *testing.T) {
 		return i
 	}
 	buf := []byte(strings.Repeat("ab ~}!", 8))[:40]
+	// The values next to the edges of printable ASCII, paired with a second byte.
+	edges := []byte{0x00, 0x01, 0x1f, 0x20, 0x21, 0x7e, 0x7f, 0x80, 0x81, 0xdf, 0xe0, 0xfe, 0xff}
 	check := func(p []byte) {
 		for from := 0; from <= len(p); from++ {
-			for _, lim := range []int{from, (from + len(p)) / 2, len(p)} {
+			for _, lim := range []int{(from + len(p)) / 2, len(p)} {
 				if got, want := printableRun(p, from, lim), slow(p[:lim], from); got != want {
 					t.Fatalf("printableRun(%q, %d, %d) = %d, want %d", p, from, lim, got, want)
 				}
@@ -38,10 +40,10 @@ func TestPrintableRunExact(t *testing.T) {
 			p := bytes.Clone(buf)
 			p[at] = byte(v)
 			check(p)
-			if at >= 24 {
+			if at >= 24 || bytes.IndexByte(edges, byte(v)) < 0 {
 				continue
 			}
-			for _, w := range []byte{0x00, 0x1f, 0x7f, 0x80, 0xfe, 0xff, ' ', '~'} {
+			for _, w := range []byte{0x00, 0x1f, 0x7f, 0x80, 0xff} {
 				for d := 1; d < 9 && at+d < len(p); d++ {
 					q := bytes.Clone(p)
 					q[at+d] = w
@@ -83,7 +85,7 @@ func fastPathInputs(t *testing.T) map[string][]byte {
 	pieces := [][]byte{[]byte("plain "), []byte("\r\n"), []byte("\n"), []byte("\r"), []byte("\x1b[31m"), []byte("\x1b[0m"),
 		[]byte("\x1b[8m"), []byte("\x1b[28m"), []byte("\x1b(0"), []byte("\x1b(B"), []byte("\x1b[A"), []byte("\x1b[K"), []byte("\x1b[3G"),
 		[]byte("é"), []byte("😀"), []byte("\xff"), []byte("\xe2\x82"), []byte("  "), []byte("\x7f"), []byte("\x00"), []byte(long[:r.IntN(len(long))])}
-	for len(mix) < 256<<10 {
+	for len(mix) < 128<<10 {
 		mix = append(mix, pieces[r.IntN(len(pieces))]...)
 	}
 	in["random mix"] = mix
