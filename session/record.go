@@ -487,7 +487,8 @@ func (r *recorder) run() {
 	}
 	// pump writes output from r.cur up to limit (-1: all there is); it reports whether
 	// the stream has ended.
-	round := int64(0) // bytes copied (or skipped) since the last wake
+	round := int64(0)     // bytes copied (or skipped) since the last wake
+	var idleT *time.Timer // closes the text log's file in a long wait (logIdle)
 	pump := func(limit int64) bool {
 		if buf == nil {
 			buf = *readBufs.Get().(*[]byte)
@@ -576,14 +577,40 @@ func (r *recorder) run() {
 		if ended {
 			notify = nil // a closed hub's channel is always ready
 		}
+		if r.tl == nil || r.tl.f == nil {
+			select {
+			case <-notify:
+			case <-r.wake:
+			}
+			continue
+		}
+		// The text log's file is open (a flood keeps it so from one round to the next,
+		// see pause): a wait that lasts logIdle closes it, so a session whose flood
+		// stopped while this run waits for its next output holds no fd for it.
+		if idleT == nil {
+			idleT = time.NewTimer(logIdle)
+		} else {
+			idleT.Reset(logIdle)
+		}
 		select {
 		case <-notify:
 		case <-r.wake:
+		case <-idleT.C:
+			r.tl.idle()
+			select {
+			case <-notify:
+			case <-r.wake:
+			}
 		}
+		idleT.Stop()
 	}
 	r.close(r.textLog(), r.status, r.logged)
 	r.finish()
 }
+
+// logIdle is how long a run waits for output with the text log's file open before it
+// closes the file: far longer than a flood's rounds (a few ms), short for a person.
+const logIdle = 100 * time.Millisecond
 
 // floodRound is the round (bytes copied after one wake) after which a run does not end
 // at a pause of the output: it is in a flood.
