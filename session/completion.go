@@ -39,8 +39,8 @@ type Completion struct {
 // and line count of the raw output. It is used by the recorder goroutine only. Text is
 // converted straight into a buffer and appended to the file when 64 KiB have gathered
 // and at the end; the file is open only while the recorder is busy (idle closes it when
-// a run of the recorder may end), so a session whose output pauses costs no extra fd,
-// and a flood opens it once rather than once per 64 KiB.
+// a run of the recorder ends or has waited logIdle for output), so a session whose
+// output pauses costs no extra fd, and a flood opens it once rather than once per 64 KiB.
 type textLog struct {
 	path    string
 	f       *os.File // the log's file while the recorder is busy; nil when idle
