@@ -38,9 +38,9 @@ type Completion struct {
 // textLog writes the text view of a session's output to <uuid>.log and keeps the digest
 // and line count of the raw output. It is used by the recorder goroutine only. Text is
 // converted straight into a buffer and appended to the file when 64 KiB have gathered
-// and at the end; the file is open only while the recorder is busy (idle closes it), so
-// a session whose output pauses costs no extra fd, and a flood opens it once per batch
-// rather than once per 64 KiB.
+// and at the end; the file is open only while the recorder is busy (idle closes it when
+// a run of the recorder ends or has waited logIdle for output), so a session whose
+// output pauses costs no extra fd, and a flood opens it once rather than once per 64 KiB.
 type textLog struct {
 	path    string
 	f       *os.File // the log's file while the recorder is busy; nil when idle

@@ -355,14 +355,34 @@ func (r *recorder) poke() {
 // running goroutine, caught up to the hub's end (ended: the goroutine has read the end
 // of the stream): output written after that look is followed by a kick, and an event or
 // stop by a poke, which then starts the next run or, if it came first, keeps this one.
+//
+// Before it ends the run it closes the text log's file (idle), so a session whose output
+// paused holds no fd for it; a flood keeps the file open from one round to the next (a
+// run ends only at a round of at most floodRound), where opening and closing it per
+// round cost an openat and a close per ~64 KiB. The look is made twice: once to leave
+// the file open when the run goes on, once, after the close, to end it.
 func (r *recorder) pause(ended bool) bool {
 	r.mu.Lock()
+	ok := r.mayPause(ended)
+	r.mu.Unlock()
+	if !ok {
+		return false
+	}
+	if r.tl != nil {
+		r.tl.idle()
+	}
+	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.events) > 0 || ended && r.stopping || !ended && !r.quiet {
+	if !r.mayPause(ended) {
 		return false
 	}
 	r.running = false
 	return true
+}
+
+// mayPause reports whether a run may end (pause); r.mu is held.
+func (r *recorder) mayPause(ended bool) bool {
+	return len(r.events) == 0 && !(ended && r.stopping) && (ended || r.quiet)
 }
 
 // input records data typed into the program; hidden input (echo off) is
@@ -494,7 +514,8 @@ func (r *recorder) run() {
 	}
 	// pump writes output from r.cur up to limit (-1: all there is); it reports whether
 	// the stream has ended.
-	round := int64(0) // bytes copied (or skipped) since the last wake
+	round := int64(0)     // bytes copied (or skipped) since the last wake
+	var idleT *time.Timer // closes the text log's file in a long wait (logIdle)
 	pump := func(limit int64) bool {
 		if buf == nil {
 			buf = *readBufs.Get().(*[]byte)
@@ -560,9 +581,6 @@ func (r *recorder) run() {
 			b := buf
 			readBufs.Put(&b)
 			buf = nil
-			if r.tl != nil {
-				r.tl.idle() // caught up: the log's file is closed while nothing comes
-			}
 		}
 		if err := r.w.Err(); err != nil && !r.logged {
 			r.logged = true
@@ -586,14 +604,40 @@ func (r *recorder) run() {
 		if ended {
 			notify = nil // a closed hub's channel is always ready
 		}
+		if r.tl == nil || r.tl.f == nil {
+			select {
+			case <-notify:
+			case <-r.wake:
+			}
+			continue
+		}
+		// The text log's file is open (a flood keeps it so from one round to the next,
+		// see pause): a wait that lasts logIdle closes it, so a session whose flood
+		// stopped while this run waits for its next output holds no fd for it.
+		if idleT == nil {
+			idleT = time.NewTimer(logIdle)
+		} else {
+			idleT.Reset(logIdle)
+		}
 		select {
 		case <-notify:
 		case <-r.wake:
+		case <-idleT.C:
+			r.tl.idle()
+			select {
+			case <-notify:
+			case <-r.wake:
+			}
 		}
+		idleT.Stop()
 	}
 	r.close(r.textLog(), r.status, r.logged)
 	r.finish()
 }
+
+// logIdle is how long a run waits for output with the text log's file open before it
+// closes the file: far longer than a flood's rounds (a few ms), short for a person.
+const logIdle = 100 * time.Millisecond
 
 // floodRound is the round (bytes copied after one wake) after which a run does not end
 // at a pause of the output: it is in a flood.

@@ -183,6 +183,11 @@ type Converter struct {
 	g0, g1, so, gfx bool
 	inter           byte // first intermediate byte of the current ESC sequence
 
+	// cellsOnly turns the fast paths off (lineRun, appendRun, a whole character decoded
+	// at once): every byte goes through the cells, one at a time. Tests set it to check
+	// that the fast paths give the same text.
+	cellsOnly bool
+
 	// SGR tracking for concealed text.
 	conceal bool  // SGR 8 is on
 	hid     bool  // the marker of the current concealed run was shown
@@ -224,13 +229,14 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 				dst = c.put(dst, utf8.RuneError)
 			}
 			if b >= 0x20 && b < 0x7f {
-				if len(c.line) == 0 && len(c.shown) == 0 && c.cur == 0 && !c.cr && !c.conceal && !c.gfx && !c.redrawn && !c.onLast {
+				fast := !c.cellsOnly
+				if fast && len(c.line) == 0 && len(c.shown) == 0 && c.cur == 0 && !c.cr && !c.conceal && !c.gfx && !c.redrawn && !c.onLast {
 					var done bool
 					if dst, i, done = c.lineRun(dst, raw, i); done {
 						continue
 					}
 				}
-				if len(c.tail) > 0 || !c.cr && !c.conceal && !c.gfx && c.cur == len(c.line) && c.cur < maxLine {
+				if fast && (len(c.tail) > 0 || !c.cr && !c.conceal && !c.gfx && c.cur == len(c.line) && c.cur < maxLine) {
 					dst, i = c.appendRun(dst, raw, i)
 					continue
 				}
@@ -249,7 +255,7 @@ func (c *Converter) Write(dst, raw []byte) []byte {
 			}
 			if b >= 0x80 {
 				// Fast path: a whole valid character in this chunk.
-				if r, size := utf8.DecodeRune(raw[i:]); size > 1 {
+				if r, size := utf8.DecodeRune(raw[i:]); size > 1 && !c.cellsOnly {
 					dst = c.putDecoded(dst, r)
 					i += size - 1
 					continue
@@ -569,15 +575,27 @@ func String(raw []byte) string {
 }
 
 // printableRun returns the end of the run of printable ASCII (0x20–0x7e) in
-// raw[from:lim] (lim ≤ len(raw)), eight bytes at a time while it can.
+// raw[from:lim] (lim ≤ len(raw)), 32 then eight bytes at a time while it can.
+//
+// A word's test is one mask of high bits: a byte below 0x20 borrows in w - 0x20 (per
+// byte), one from 0x7f to 0xfe gets its high bit in w + 1, and 0xff (0 in w + 1) has it
+// in w - 0x20. A borrow or carry into the byte above comes only from a flagged byte, and
+// a flagged word is looked at again a byte at a time.
 func printableRun(raw []byte, from, lim int) int {
 	raw = raw[:lim]
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for from+32 <= len(raw) { // four words, one test (a long run: a flood)
+		b := raw[from : from+32]
+		w0, w1 := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
+		w2, w3 := binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:])
+		if ((w0-ones*0x20)|(w0+ones)|(w1-ones*0x20)|(w1+ones)|(w2-ones*0x20)|(w2+ones)|(w3-ones*0x20)|(w3+ones))&highs != 0 {
+			break
+		}
+		from += 32
+	}
 	for from+8 <= len(raw) {
 		w := binary.LittleEndian.Uint64(raw[from:])
-		below := (w - ones*0x20) &^ w & highs // some byte < 0x20
-		above := ((w + ones) | w) & highs     // some byte > 0x7e
-		if below|above != 0 {
+		if ((w-ones*0x20)|(w+ones))&highs != 0 {
 			break
 		}
 		from += 8

@@ -66,3 +66,45 @@ func BenchmarkAppendJSONString(b *testing.B) {
 		dst, _ = appendJSONString(dst[:0], nil, flood)
 	}
 }
+
+// plainRun, which tests 32 and eight bytes at a time, stops where a byte-at-a-time scan does:
+// for every byte value at every position of a plain run, at every alignment (and every
+// place in a block of four words), and for two such bytes at once (the borrows of one
+// must not hide or move the other).
+func TestPlainRunExact(t *testing.T) {
+	t.Parallel()
+	plain := func(b byte) bool { return b >= 0x20 && b < utf8.RuneSelf && b != '"' && b != '\\' }
+	slow := func(p []byte, i int) int {
+		for i < len(p) && plain(p[i]) {
+			i++
+		}
+		return i
+	}
+	buf := []byte(strings.Repeat("ab ~}!", 8))[:40]
+	// The values next to the edges of what a plain run holds, paired with a second byte.
+	edges := []byte{0x00, 0x1f, 0x20, 0x21, '"', 0x23, 0x5b, '\\', 0x5d, 0x7e, 0x7f, 0x80, 0xa2, 0xdc, 0xfe, 0xff}
+	check := func(p []byte) {
+		for from := 0; from <= len(p); from++ {
+			if got, want := plainRun(p, from), slow(p, from); got != want {
+				t.Fatalf("plainRun(%q, %d) = %d, want %d", p, from, got, want)
+			}
+		}
+	}
+	for v := range 256 {
+		for at := range len(buf) {
+			p := bytes.Clone(buf)
+			p[at] = byte(v)
+			check(p)
+			if at >= 24 || bytes.IndexByte(edges, byte(v)) < 0 {
+				continue
+			}
+			for _, w := range []byte{0x00, 0x1f, '"', '\\', 0x7f, 0x80, 0xff, ' ', '#', '[', ']'} {
+				for d := 1; d < 9 && at+d < len(p); d++ {
+					q := bytes.Clone(p)
+					q[at+d] = w
+					check(q)
+				}
+			}
+		}
+	}
+}
