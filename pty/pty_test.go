@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"sync/atomic"
 	"syscall"
@@ -296,6 +297,12 @@ func TestAttrs(t *testing.T) {
 }
 
 func TestForegroundPgrpAndSignal(t *testing.T) {
+	// A test binary started with SIGINT ignored (a background job of a script) would pass
+	// that on to cat, which would then never end. While the signal is notified it is
+	// handled, not ignored, and exec gives cat the default disposition.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT)
+	defer signal.Stop(sigs)
 	modes(t, func(t *testing.T, m *Master, tty *os.File) {
 		cmd := exec.Command("cat")
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
