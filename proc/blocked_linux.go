@@ -272,3 +272,23 @@ func dupFD(pid, fd int) (int, error) {
 	defer unix.Close(pfd)
 	return unix.PidfdGetfd(pfd, fd, 0)
 }
+
+// fields fills f with the first len(f) fields of b separated by ASCII white space (as
+// bytes.Fields splits /proc's files), as slices of b, and returns how many it found.
+func fields(b []byte, f [][]byte) int {
+	n := 0
+	for i := 0; i < len(b) && n < len(f); {
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+		start := i
+		for i < len(b) && !isSpace(b[i]) {
+			i++
+		}
+		if i > start {
+			f[n] = b[start:i]
+			n++
+		}
+	}
+	return n
+}

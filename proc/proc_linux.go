@@ -175,28 +175,10 @@ func parseStat(pid int, b []byte) (Info, bool) {
 	return in, true
 }
 
-// fields fills f with the first len(f) fields of b separated by ASCII white space (as
-// bytes.Fields splits /proc's files), as slices of b, and returns how many it found.
-func fields(b []byte, f [][]byte) int {
-	n := 0
-	for i := 0; i < len(b) && n < len(f); {
-		for i < len(b) && isSpace(b[i]) {
-			i++
-		}
-		start := i
-		for i < len(b) && !isSpace(b[i]) {
-			i++
-		}
-		if i > start {
-			f[n] = b[start:i]
-			n++
-		}
-	}
-	return n
-}
-
-// fieldSpans is fields giving each field's bounds in b instead of a slice of it: it
-// stores no pointer, so a b on the caller's stack stays there.
+// fieldSpans fills sp with the bounds of the first len(sp) fields of b separated by
+// ASCII white space (as bytes.Fields splits /proc's files) and returns how many it
+// found. Unlike fields (blocked_linux.go), it stores no pointer, so a b on the caller's
+// stack stays there.
 func fieldSpans(b []byte, sp [][2]int) int {
 	n := 0
 	for i := 0; i < len(b) && n < len(sp); {
