@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ptyhub/ptyhub/broadcast"
+	"github.com/ptyhub/ptyhub/internal/bufpool"
 )
 
 // Window bounds of the replay after a skip: rows×cols×8 bytes, clamped.
@@ -153,7 +154,7 @@ func (m *Model) scanInline() bool {
 	if m.asc == nil {
 		m.asc = new(Scanner)
 	}
-	bp := scanBufs.Get().(*[]byte)
+	bp := scanBufs.Get()
 	buf := (*bp)[:inlineScan]
 	ended := false
 	for {
@@ -223,8 +224,9 @@ func (m *Model) idle(ended bool) bool {
 	return true
 }
 
-// scanBufs holds the answerers' scan buffers.
-var scanBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+// scanBufs holds the scan buffers of the answerers and of the readers scanning a small
+// read inline (a few: one per scan running).
+var scanBufs = bufpool.New(32<<10, 4)
 
 // answer is the answerer goroutine, started by Kick: it scans every byte of the stream
 // once for queries, from where the last run stopped. It ends once caught up (see idle)
@@ -252,7 +254,7 @@ func (m *Model) answer() {
 		round := int64(0)
 		// The scan buffer is borrowed for the round and given back before waiting, so
 		// an idle session's answerer holds none.
-		bp := scanBufs.Get().(*[]byte)
+		bp := scanBufs.Get()
 		buf := *bp
 		for {
 			n, missed, err := m.hub.ReadAt(buf, *off)

@@ -4,9 +4,9 @@ import (
 	"context"
 	"io"
 	"regexp"
-	"sync"
 	"time"
 
+	"github.com/ptyhub/ptyhub/internal/bufpool"
 	"github.com/ptyhub/ptyhub/termtext"
 	"github.com/ptyhub/ptyhub/truncate"
 )
@@ -20,7 +20,8 @@ const (
 	waitQuiet = 500 * time.Millisecond
 )
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+// collectBufs holds the collects' 32 KiB read buffers (a few: one per collect running).
+var collectBufs = bufpool.New(32<<10, 4)
 
 // collectOpts say when a collect returns.
 type collectOpts struct {
@@ -75,8 +76,8 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 		s.cursor, s.conv, s.lineFrom = *o.from, termtext.Converter{}, *o.from
 		defer func() { s.cursor, s.conv, s.lineFrom = cursor, conv, lineFrom }()
 	}
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
+	bp := collectBufs.Get()
+	defer collectBufs.Put(bp)
 	st := truncate.NewStream(o.budget, len(*bp), &s.conv, &s.lineFrom)
 	d := s.collectDecider(o)
 	if d.lm != nil {

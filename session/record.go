@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ptyhub/ptyhub/internal/bufpool"
 	"github.com/ptyhub/ptyhub/transcript"
 )
 
@@ -451,8 +452,8 @@ func (r *recorder) writer() *transcript.Writer {
 	}
 }
 
-// readBufs holds the recorders' 64 KiB copy buffers.
-var readBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+// readBufs holds the recorders' 64 KiB copy buffers (a few: one per recorder copying).
+var readBufs = bufpool.New(64<<10, 4)
 
 // create creates the transcript's files in dir; the spill starts once the output passes
 // spillAfter bytes, from the ring's copy.
@@ -518,7 +519,7 @@ func (r *recorder) run() {
 	var idleT *time.Timer // closes the text log's file in a long wait (logIdle)
 	pump := func(limit int64) bool {
 		if buf == nil {
-			buf = *readBufs.Get().(*[]byte)
+			buf = *readBufs.Get()
 		}
 		for {
 			p := buf

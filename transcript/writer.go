@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ptyhub/ptyhub/internal/bufpool"
 )
 
 // Header is the first line of an asciicast v2 file.
@@ -281,7 +283,7 @@ const bufSize = 64 << 10
 
 // bufPool holds event buffers. A Writer takes one when it buffers an event and gives it
 // back on Flush, so an idle session's transcript holds no buffer.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, bufSize); return &b }}
+var bufPool = bufpool.New(bufSize, 4)
 
 // Flush writes buffered events to the file and gives the buffer back to the pool.
 func (w *Writer) Flush() error {
@@ -394,7 +396,8 @@ func (w *Writer) put(b []byte) {
 		return
 	}
 	if w.buf == nil {
-		w.buf = bufPool.Get().(*[]byte)
+		w.buf = bufPool.Get()
+		*w.buf = (*w.buf)[:0]
 	}
 	if len(*w.buf)+len(b) > bufSize {
 		w.writeBuf()
