@@ -20,9 +20,11 @@ func TestStillRunsFollowsTheRunningThread(t *testing.T) {
 	}
 	defer m.Close(context.Background())
 	c := m.NewClient("t")
-	look := func(req ExecRequest) (v waitVerdict, runs bool) {
+	// look starts req and looks at it once the exec returned: after yield ms, or as soon
+	// as the program waits for input.
+	look := func(req ExecRequest, yield int64) (v waitVerdict, runs bool) {
 		t.Helper()
-		req.YieldTimeMs = new(int64(100))
+		req.YieldTimeMs = new(yield)
 		r, err := c.Exec(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
@@ -37,10 +39,12 @@ func TestStillRunsFollowsTheRunningThread(t *testing.T) {
 		v, _ = s.lookVerdict(waitQuiet)
 		return v, s.stillRuns()
 	}
-	if v, runs := look(ExecRequest{Cmd: "while :; do :; done"}); v != waitNo || !runs {
+	if v, runs := look(ExecRequest{Cmd: "while :; do :; done"}, 100); v != waitNo || !runs {
 		t.Errorf("a busy loop: verdict %v, still runs %v; want no, true", v, runs)
 	}
-	if v, runs := look(ExecRequest{Argv: []string{"cat"}}); v != waitYes || runs {
+	// cat is looked at once it blocks reading the terminal (a loaded machine can take
+	// longer than any fixed wait to start it).
+	if v, runs := look(ExecRequest{Argv: []string{"cat"}}, 60000); v != waitYes || runs {
 		t.Errorf("cat: verdict %v, still runs %v; want yes, false", v, runs)
 	}
 }
