@@ -12,7 +12,8 @@ import (
 // attach repaint, and the answers to terminal queries. Every method is safe on a nil
 // receiver.
 //
-// The model follows the session's hub; it is never on the reader's path. Its emulator
+// The model follows the session's hub; the reader only scans a small read for queries
+// there (screen.Model.Kick), the rest runs off its path. Its emulator
 // is created at the first demand and advanced on demand, skipping ahead when far behind
 // (see screen.Model), and its answerer scans every byte for queries with a fast scanner
 // and answers each once — unless a human's terminal is attached, which then answers.
