@@ -38,11 +38,9 @@
 //     of the session waits meanwhile. It records the exit, waits for the output to drain,
 //     and tears the session down; it ends then;
 //   - the transcript recorder runs while output or events wait to be written: its first
-//     run, started by startFeatures, creates the files; the reader starts the next once
-//     it finds the terminal empty after a Write to the hub, or at once when a flood's
-//     worth waits to be copied (noteOutput, recorder.output and markQuiet), as do an
-//     event (input, resize, exit, stopFeatures), the end of the output and a Write that
-//     waits for room in the held ring; a run ends once
+//     run, started by startFeatures, creates the files; the reader starts the next after a
+//     Write to the hub (noteOutput, recorder.kick), as do an event (input, resize, exit,
+//     stopFeatures) and a Write that waits for room in the held ring; a run ends once
 //     caught up with output the reader found quiet, and the last one once the output has
 //     ended and it wrote what it owes;
 //   - the screen's query answerer runs while there is output it has not scanned: the

@@ -12,11 +12,10 @@ func (s *Session) startFeatures(rows, cols int) {
 }
 
 // noteOutput runs in the reader goroutine after each chunk of output went into the hub:
-// it tells the transcript's recorder (recorder.output: a run starts once the reader
-// finds the terminal empty, or at once in a flood) and has the screen's queries
-// answered (screen.Model.Kick).
+// it starts the transcript's recorder and the screen's query answerer if none runs
+// (recorder.kick, screen.Model.Kick).
 func (s *Session) noteOutput() {
-	s.rec.output()
+	s.rec.kick()
 	s.scr.kick()
 }
 

@@ -256,10 +256,11 @@ func startRecorder(s *Session, rows, cols int) *recorder {
 	return r
 }
 
-// kick makes sure the recorder goroutine runs: it starts a run unless one is under way,
-// and says the output is no longer quiet, so the running one waits for the reader's
-// next Flush instead of ending. The session's reader calls it after closing the hub
-// (after a Write it calls output); the hub calls it before a Write waits for room. It takes a short mutex and, at the first output after a pause, starts a
+// kick makes sure the recorder goroutine runs after a Write to the hub: it starts a run
+// unless one is under way, and says the output is no longer quiet, so the running one
+// waits for the reader's next Flush instead of ending. The session's reader calls it
+// after each Write and after closing the hub; the hub calls it before a Write waits for
+// room. It takes a short mutex and, at the first output after a pause, starts a
 // goroutine. Safe on a nil receiver and for concurrent use; it does not call the hub.
 func (r *recorder) kick() {
 	if r == nil {
@@ -275,44 +276,16 @@ func (r *recorder) kick() {
 	}
 }
 
-// output is the session reader's note after a Write to the hub: the output is no
-// longer quiet. It starts a run only when more than floodRound waits to be copied (a
-// flood in the making, or a reader that never finds the terminal empty); a smaller
-// write waits for the reader to find nothing more to read (markQuiet), which starts the
-// run then: a burst of output costs one run's start, not a start and then a wake-up at
-// the reader's Flush. Safe on a nil receiver; it calls the hub before taking r.mu.
-func (r *recorder) output() {
-	if r == nil {
-		return
-	}
-	flood := r.s.hub.End()-r.copied.Load() > floodRound
-	r.mu.Lock()
-	r.quiet = false
-	start := flood && !r.running && !r.finished
-	r.running = r.running || start
-	r.mu.Unlock()
-	if start {
-		go r.run()
-	}
-}
-
 // markQuiet says the session's reader found nothing to read: it is called before the
 // reader's Flush of the hub (so a run that sees quiet false waits for a Flush still to
-// come). It starts a run if output waits to be copied and none is under way (see
-// output). Safe on a nil receiver; it calls the hub before taking r.mu.
+// come). Safe on a nil receiver.
 func (r *recorder) markQuiet() {
 	if r == nil {
 		return
 	}
-	waiting := r.s.hub.End() > r.copied.Load()
 	r.mu.Lock()
 	r.quiet = true
-	start := waiting && !r.running && !r.finished
-	r.running = r.running || start
 	r.mu.Unlock()
-	if start {
-		go r.run()
-	}
 }
 
 // queue hands an event to the goroutine.

@@ -287,8 +287,7 @@ var readBuffers = pty.NewBufferPool(8 << 10)
 func (s *Session) readLoop() {
 	idle := s.hub.Flush
 	if s.rec != nil {
-		// The recorder first learns the output is quiet (and a run starts if output
-		// waits to be copied), then the Flush wakes a run under way (see
+		// The recorder first learns the output is quiet, then the Flush wakes it (see
 		// recorder.markQuiet).
 		idle = func() {
 			s.rec.markQuiet()
