@@ -273,22 +273,13 @@ func dupFD(pid, fd int) (int, error) {
 	return unix.PidfdGetfd(pfd, fd, 0)
 }
 
-// fields fills f with the first len(f) fields of b separated by ASCII white space (as
-// bytes.Fields splits /proc's files), as slices of b, and returns how many it found.
+// fields fills f with the first len(f) fields of b (at most 8) separated by ASCII white
+// space, as slices of b, and returns how many it found: fieldSpans, sliced.
 func fields(b []byte, f [][]byte) int {
-	n := 0
-	for i := 0; i < len(b) && n < len(f); {
-		for i < len(b) && isSpace(b[i]) {
-			i++
-		}
-		start := i
-		for i < len(b) && !isSpace(b[i]) {
-			i++
-		}
-		if i > start {
-			f[n] = b[start:i]
-			n++
-		}
+	var sp [8][2]int
+	n := fieldSpans(b, sp[:min(len(f), len(sp))])
+	for i := range n {
+		f[i] = b[sp[i][0]:sp[i][1]]
 	}
 	return n
 }

@@ -177,8 +177,7 @@ func parseStat(pid int, b []byte) (Info, bool) {
 
 // fieldSpans fills sp with the bounds of the first len(sp) fields of b separated by
 // ASCII white space (as bytes.Fields splits /proc's files) and returns how many it
-// found. Unlike fields (blocked_linux.go), it stores no pointer, so a b on the caller's
-// stack stays there.
+// found. It stores no pointer, so a b on the caller's stack stays there.
 func fieldSpans(b []byte, sp [][2]int) int {
 	n := 0
 	for i := 0; i < len(b) && n < len(sp); {
