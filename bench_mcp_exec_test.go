@@ -1,17 +1,13 @@
 package ptyhub_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/ptyhub/ptyhub/mcpserver"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -39,38 +35,7 @@ func BenchmarkMCPExecTrue(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	go func() { done <- mcpserver.Run(ctx, client, inR, outW, mcpserver.Options{}) }()
-	defer func() { cancel(); inW.Close(); <-done }()
-	br := bufio.NewReader(outR)
-	var line []byte
-	call := func(req string) string {
-		if _, err := io.WriteString(inW, req+"\n"); err != nil {
-			b.Fatal(err)
-		}
-		for {
-			line = line[:0]
-			for {
-				frag, err := br.ReadSlice('\n')
-				line = append(line, frag...)
-				if err == nil {
-					break
-				}
-				if err != bufio.ErrBufferFull {
-					b.Fatal(err)
-				}
-			}
-			if bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","id":`)) {
-				return string(line) // a response; notifications are skipped
-			}
-		}
-	}
-	call(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
-	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	call := benchMCP(b, client)
 	idRE := regexp.MustCompile(`"session_id":"([^"]+)"`)
 	n := 1
 	exec := func() {

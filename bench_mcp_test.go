@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ptyhub/ptyhub/mcpserver"
+	"github.com/ptyhub/ptyhub/session"
 )
 
 // BenchmarkMCPREPLTurn: one write_stdin call ("1+1\n" to python3 -q, wait_for the next
@@ -35,38 +36,7 @@ func benchMCPTurn(b *testing.B, waitFor bool) {
 	if _, err := osexec.LookPath("python3"); err != nil {
 		b.Skip("python3 not installed")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	go func() { done <- mcpserver.Run(ctx, benchClient(b), inR, outW, mcpserver.Options{}) }()
-	defer func() { cancel(); inW.Close(); <-done }()
-	br := bufio.NewReader(outR)
-	var line []byte
-	call := func(req string) string {
-		if _, err := io.WriteString(inW, req+"\n"); err != nil {
-			b.Fatal(err)
-		}
-		for {
-			line = line[:0]
-			for {
-				frag, err := br.ReadSlice('\n')
-				line = append(line, frag...)
-				if err == nil {
-					break
-				}
-				if err != bufio.ErrBufferFull {
-					b.Fatal(err)
-				}
-			}
-			if bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","id":`)) {
-				return string(line) // a response; notifications are skipped
-			}
-		}
-	}
-	call(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
-	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	call := benchMCP(b, benchClient(b))
 	resp := call(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec_command","arguments":{"argv":[%q,"-q"],"wait_for":">>> $","yield_time_ms":30000}}}`, pythonExe()))
 	m := regexp.MustCompile(`"session_id":"([^"]+)"`).FindStringSubmatch(resp)
 	if m == nil || !strings.Contains(resp, `"returned_because":"pattern"`) {
@@ -100,4 +70,43 @@ func benchMCPTurn(b *testing.B, waitFor bool) {
 			b.Fatalf("turn: %s", r)
 		}
 	}
+}
+
+// benchMCP serves client's tools in this process over pipes, as `ptyhub mcp` serves them
+// over stdio, after the initialize handshake, and returns call: it writes one request
+// line and returns the next response line (notifications are skipped). The server stops
+// when the benchmark ends.
+func benchMCP(b *testing.B, client *session.Client) (call func(req string) string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- mcpserver.Run(ctx, client, inR, outW, mcpserver.Options{}) }()
+	b.Cleanup(func() { cancel(); inW.Close(); <-done })
+	br := bufio.NewReader(outR)
+	var line []byte
+	call = func(req string) string {
+		if _, err := io.WriteString(inW, req+"\n"); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			line = line[:0]
+			for {
+				frag, err := br.ReadSlice('\n')
+				line = append(line, frag...)
+				if err == nil {
+					break
+				}
+				if err != bufio.ErrBufferFull {
+					b.Fatal(err)
+				}
+			}
+			if bytes.HasPrefix(line, []byte(`{"jsonrpc":"2.0","id":`)) {
+				return string(line)
+			}
+		}
+	}
+	call(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	return call
 }
