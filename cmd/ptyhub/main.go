@@ -29,6 +29,9 @@ import (
 )
 
 func main() {
+	if printsOnly(os.Args[1:]) {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	stopOn := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 	if len(os.Args) > 1 && os.Args[1] == "serve" {
 		// The server survives the hangup of the terminal it was started from;
@@ -39,6 +42,21 @@ func main() {
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// printsOnly reports whether args name a command that only prints and returns (the
+// version, the help): it runs without signalContext, whose signal.Notify costs every
+// start two threads (the runtime's signal loop blocks one) and ~20 page faults. A signal
+// then has its default effect, which for a process that waits on nothing is the same.
+func printsOnly(args []string) bool {
+	if len(args) == 0 {
+		return true
+	}
+	switch args[0] {
+	case "version", "-version", "--version", "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 // signalError is the cancel cause of run's context when a signal arrived.
