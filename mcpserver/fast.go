@@ -211,8 +211,14 @@ func deeperThan(data []byte, max int) bool {
 
 // encodeResult encodes a call's result as the SDK's JSON-RPC layer does (HTML left
 // unescaped, no trailing newline), with "resultType":"complete" last when complete (the
-// SDK sets that unexported field of CallToolResult, which encodes it last).
+// SDK sets that unexported field of CallToolResult, which encodes it last). The result
+// is compact JSON.
 func encodeResult(res mcp.Result, complete bool) (json.RawMessage, error) {
+	if ctr, ok := res.(*mcp.CallToolResult); ok {
+		if data, ok := encodeToolResult(ctr, complete); ok {
+			return data, nil
+		}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -232,4 +238,51 @@ func encodeResult(res mcp.Result, complete bool) (json.RawMessage, error) {
 		out = append(out, ',')
 	}
 	return append(out, `"resultType":"complete"}`...), nil
+}
+
+// encodeToolResult encodes, in one buffer of about its size, the result every tool
+// returns (addTool): one text content, the structured content as JSON of its own
+// (json.Marshal's, as addTool makes it: compact with HTML escaped, as the SDK's
+// encoding of the result would leave it) or none, isError, nothing else. The bytes are the SDK's: its
+// CallToolResult.MarshalJSON writes the fields in this order, and every string with
+// HTML escaped (json.Marshal). ok false: a result of another shape, for encodeResult's
+// general path.
+func encodeToolResult(res *mcp.CallToolResult, complete bool) (data json.RawMessage, ok bool) {
+	if res.Meta != nil || len(res.Content) != 1 || res.InputRequests != nil || res.RequestState != "" {
+		return nil, false
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok || tc.Meta != nil || tc.Annotations != nil {
+		return nil, false
+	}
+	var sc json.RawMessage
+	switch v := res.StructuredContent.(type) {
+	case nil:
+	case json.RawMessage:
+		if !json.Valid(v) {
+			return nil, false // the SDK's encoding fails; so does encodeResult's
+		}
+		sc = v
+	default:
+		return nil, false
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, len(tc.Text)+len(tc.Text)/8+len(sc)+96))
+	buf.WriteString(`{"content":[{"type":"text","text":`)
+	if err := json.NewEncoder(buf).Encode(tc.Text); err != nil {
+		return nil, false
+	}
+	buf.Truncate(buf.Len() - 1) // Encode's newline
+	buf.WriteString(`}]`)
+	if sc != nil {
+		buf.WriteString(`,"structuredContent":`)
+		buf.Write(sc)
+	}
+	if res.IsError {
+		buf.WriteString(`,"isError":true`)
+	}
+	if complete {
+		buf.WriteString(`,"resultType":"complete"`)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), true
 }

@@ -48,17 +48,24 @@ type resources struct {
 	subs   map[string]bool               // subscribed session ids
 	states map[string]string             // listed session id → its last known state
 	heard  map[string]session.WatchEvent // sessions whose subscribers heard they wait for input
-	kick   chan struct{}                 // capacity 1: the subscriptions changed
+	// stopWatch cancels the context of run's Watch in flight (nil: none); poke calls it
+	// when the subscriptions change, and kicked tells run they did.
+	stopWatch context.CancelFunc
+	kicked    bool
 }
 
 func newResources(s *Server) *resources {
-	return &resources{s: s, subs: map[string]bool{}, states: map[string]string{}, heard: map[string]session.WatchEvent{}, kick: make(chan struct{}, 1)}
+	return &resources{s: s, subs: map[string]bool{}, states: map[string]string{}, heard: map[string]session.WatchEvent{}}
 }
 
+// poke tells run that the subscriptions changed: its Watch in flight is cancelled, and
+// the next one asks for the new set.
 func (r *resources) poke() {
-	select {
-	case r.kick <- struct{}{}:
-	default:
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.kicked = true
+	if r.stopWatch != nil {
+		r.stopWatch()
 	}
 }
 
@@ -87,12 +94,31 @@ func (r *resources) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) 
 }
 
 // run follows the service until ctx ends: one Watch call at a time, restarted when the
-// subscriptions change. Owned by Serve; stops with its context.
+// subscriptions change. Owned by Serve; stops with its context. The Watch calls share
+// one context until a change of the subscriptions cancels it: a round (each start, exit
+// and removal of a session) starts no goroutine and makes no context of its own.
 func (r *resources) run(ctx context.Context) {
 	var gen uint64
 	first := true
+	var wctx context.Context
+	var cancel context.CancelFunc
+	defer func() {
+		r.mu.Lock()
+		r.stopWatch = nil
+		r.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	}()
 	for ctx.Err() == nil {
 		r.mu.Lock()
+		if wctx == nil || wctx.Err() != nil || r.kicked {
+			if cancel != nil {
+				cancel()
+			}
+			wctx, cancel = context.WithCancel(ctx)
+			r.stopWatch, r.kicked = cancel, false
+		}
 		var ids []string
 		var heard []session.WatchEvent
 		for id := range r.subs {
@@ -104,23 +130,11 @@ func (r *resources) run(ctx context.Context) {
 			}
 		}
 		r.mu.Unlock()
-		wctx, cancel := context.WithCancel(ctx)
-		stop := make(chan struct{})
-		// Cancels the Watch when the subscriptions change; ends with the Watch.
-		go func() {
-			select {
-			case <-r.kick:
-				cancel()
-			case <-stop:
-			}
-		}()
 		since := gen
 		if first {
 			since = ^uint64(0) // answers at once with the current generation
 		}
 		res, err := r.s.svc.Watch(wctx, session.WatchRequest{Since: since, SessionIDs: ids, Heard: heard})
-		close(stop)
-		cancel()
 		if ctx.Err() != nil {
 			return
 		}

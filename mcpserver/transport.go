@@ -60,8 +60,9 @@ type LineTransport struct {
 
 	// calls, when set (by Server.Serve, before Connect), is offered every tools/call
 	// request: ok true means it serves the call whole (run is called in a goroutine of
-	// the transport's, and its result — JSON — or error is sent as the response, with
-	// the client's id); ok false leaves the call to the server behind the transport.
+	// the transport's, and its result — compact JSON — or error is sent as the
+	// response, with the client's id); ok false leaves the call to the server behind the
+	// transport.
 	calls func(params json.RawMessage) (run func(context.Context) (json.RawMessage, error), ok bool)
 }
 
@@ -155,8 +156,32 @@ func (c *lineConn) serveCall(ctx context.Context, cancel context.CancelFunc, n i
 	delete(c.fast, n)
 	c.mu.Unlock()
 	id, _ := jsonrpc.MakeID(float64(n))
+	if err == nil && c.writeResult(id, res) {
+		return
+	}
 	// A failed write is the output's failure; the SDK's own next write reports it.
 	_ = c.Write(context.Background(), &jsonrpc.Response{ID: id, Result: res, Error: err})
+}
+
+// writeResult writes the response of a call the transport served, whose result res is
+// compact JSON, as Write would write it (the SDK's encoding leaves compact JSON as it
+// is), in one line made once. False: not a request of the client's this transport
+// delivered, or no result; nothing was written (Write says what to do).
+func (c *lineConn) writeResult(id jsonrpc.ID, res json.RawMessage) bool {
+	if len(res) == 0 {
+		return false
+	}
+	raw := c.answer(id)
+	if raw == nil {
+		return false
+	}
+	line := make([]byte, 0, len(raw)+len(res)+len(`{"jsonrpc":"2.0","id":,"result":}`)+1)
+	line = append(append(line, `{"jsonrpc":"2.0","id":`...), raw...)
+	line = append(append(append(line, `,"result":`...), res...), '}')
+	// A failed write is the output's failure; the SDK's own next write reports it.
+	_ = c.writeLine(line)
+	c.settle()
+	return true
 }
 
 func (c *lineConn) SessionID() string { return "" }

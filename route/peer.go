@@ -174,6 +174,18 @@ func (p *Peer) get(ctx context.Context, look bool) (c Conn, reconnected bool, er
 	return d.c, dropped, nil
 }
 
+// quietLook returns the error a Watch of p would return at once, without dialling or
+// waiting: that of its last failed Look while it is remembered (lookQuiet) and p has no
+// live connection. Nil: a Watch would look or use the connection.
+func (p *Peer) quietLook() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.c != nil && !ended(p.c) || p.Look == nil || p.lookErr == nil || !time.Now().Before(p.lookUntil) {
+		return nil
+	}
+	return p.lookErr
+}
+
 // forget drops c if it is still the current connection, so the next call connects again.
 func (p *Peer) forget(c Conn) {
 	p.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/metrics"
 	"slices"
 	"sync"
 	"testing"
@@ -295,5 +296,55 @@ func TestPeerRemembersFailedLook(t *testing.T) {
 	defer mu.Unlock()
 	if looks != 1 || dials != 1 {
 		t.Errorf("looks %d, dials %d; want 1 and 1 (the look uses the call's connection)", looks, dials)
+	}
+}
+
+// goroutinesCreated is how many goroutines this process has created so far.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// A peer with no server to look at (its failed Look remembered) answers a Watch round
+// at once: the round starts a goroutine for Local's watch only, not one for the peer,
+// and still reports the peer's failure (its sessions out of view). With no server
+// running, ptyhub mcp's resources watch makes such a round on every start, exit and
+// removal of a session. Not parallel: it counts the goroutines the process creates.
+func TestRouterWatchQuietPeerNoGoroutine(t *testing.T) {
+	defer func(q time.Duration) { lookQuiet = q }(lookQuiet)
+	lookQuiet = time.Hour
+	ctx := context.Background()
+	local := newWatchService(session.WatchSession{SessionID: "1", State: session.StateRunning})
+	peer := &Peer{Name: "the ptyhub server",
+		Look: func(context.Context) (Conn, error) { return nil, errors.New("no server") },
+		Dial: func(context.Context) (Conn, error) { return nil, errors.New("no server") }}
+	if _, err := peer.Watch(ctx, session.WatchRequest{}); err == nil {
+		t.Fatal("the peer's look succeeded")
+	}
+	r := &Router{Local: local, Members: func(context.Context) ([]Member, []string) {
+		return []Member{{Name: peer.Name, Svc: peer}}, nil
+	}}
+	res, err := r.Watch(ctx, session.WatchRequest{Since: ^uint64(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fewest := ^uint64(0)
+	for range 5 { // the fewest of a few rounds: another test's goroutine may end meanwhile
+		go local.set(nil, session.WatchSession{SessionID: "1", State: session.StateExited})
+		before := goroutinesCreated()
+		next, err := r.Watch(ctx, session.WatchRequest{Since: res.Generation})
+		created := goroutinesCreated() - before
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next.Generation == res.Generation || len(next.Sessions) != 1 {
+			t.Fatalf("a round after Local changed: generation %d (was %d), sessions %+v", next.Generation, res.Generation, next.Sessions)
+		}
+		res = next
+		fewest = min(fewest, created)
+	}
+	if fewest != 1 {
+		t.Errorf("a watch round over Local and a quiet peer created %d goroutines, want 1 (Local's watch)", fewest)
 	}
 }

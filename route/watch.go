@@ -122,6 +122,14 @@ func (r *Router) Watch(ctx context.Context, req session.WatchRequest) (*session.
 		if subs[i].Since == ^uint64(0) {
 			whole++
 		}
+		if p, ok := m.Svc.(*Peer); ok {
+			if err := p.quietLook(); err != nil {
+				// Its Watch would fail at once (no server to look at, remembered): its
+				// answer without a goroutine of its own. answers has room for every member.
+				answers <- answer{i, nil, err}
+				continue
+			}
+		}
 		// One watch per member: owned by this call, ends when wctx does.
 		go func() {
 			res, err := m.Svc.Watch(wctx, subs[i])

@@ -193,12 +193,28 @@ func (c *Client) Watch(ctx context.Context, req WatchRequest) (*WatchResult, err
 		return r, nil
 	}
 	var set []*Session
-	heard := map[*Session]watchMark{}
 	for _, id := range req.SessionIDs {
 		if s, err := c.lookup(id); err == nil && !s.isExited() && s.tty && waitDetectionAvailable {
 			set = append(set, s)
 		}
 	}
+	if len(set) == 0 {
+		// Nothing to watch for input: only the generation (the common case, between
+		// the changes of an agent's sessions), with no watcher and no context of its own.
+		select {
+		case <-changed:
+		case <-ctx.Done():
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r := &WatchResult{Events: []WatchEvent{}}
+		if r.Generation, _ = c.m.generation(); r.Generation != req.Since {
+			c.m.watchResultSessions(r, req.Since)
+		}
+		return r, nil
+	}
+	heard := map[*Session]watchMark{}
 	for _, id := range req.Waiting {
 		if s, err := c.lookup(id); err == nil {
 			heard[s] = s.markNow()

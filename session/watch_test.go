@@ -52,3 +52,25 @@ func TestWatchDelta(t *testing.T) {
 		t.Errorf("generation %d, want past %d", d.Generation, gen)
 	}
 }
+
+// A Watch with no session to watch for input (between the changes of an agent's
+// sessions: what ptyhub mcp's resources watch asks on each of them) waits for the
+// generation alone: it makes no context, watcher set or channel of its own, and a
+// cancelled one still returns the context's error. Not parallel: it counts the
+// process's allocations.
+func TestWatchGenerationOnlyAllocatesNothing(t *testing.T) {
+	c := wClient(t)
+	first, err := c.Watch(context.Background(), session.WatchRequest{Since: ^uint64(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := session.WatchRequest{Since: first.Generation}
+	if _, err := c.Watch(ctx, req); err != context.Canceled {
+		t.Fatalf("a cancelled watch returned %v, want context.Canceled", err)
+	}
+	if n := testing.AllocsPerRun(20, func() { c.Watch(ctx, req) }); n != 0 {
+		t.Errorf("a cancelled watch of the generation alone allocated %.0f times, want 0", n)
+	}
+}
