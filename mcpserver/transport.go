@@ -99,8 +99,9 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 	// The reading goroutine owns t.In. It stops at the end or an error of the input, or
 	// when the connection is closed (then at its next delivery; a Read blocked on an
 	// input that cannot be closed, such as a terminal on stdin, stays blocked until the
-	// process exits — nothing waits for it).
-	go c.readLoop(max)
+	// process exits — nothing waits for it). Before it runs a call the transport serves
+	// itself, it hands the input on to a fresh reading goroutine (readLoop).
+	go c.readLoop(&lineReader{br: bufio.NewReaderSize(c.in, 64<<10), max: max})
 	return c, nil
 }
 
@@ -147,15 +148,24 @@ func (t *LineTransport) waitCalls() {
 	}
 }
 
+// fastCall is a call the transport serves itself, read and registered (in pending, fast
+// and served) and not yet run.
+type fastCall struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	n      int64 // our id
+	run    func(context.Context) (json.RawMessage, error)
+}
+
 // serveCall runs a call the transport serves itself and writes its response.
-func (c *lineConn) serveCall(ctx context.Context, cancel context.CancelFunc, n int64, run func(context.Context) (json.RawMessage, error)) {
+func (c *lineConn) serveCall(f *fastCall) {
 	defer c.served.Done()
-	res, err := run(ctx)
-	cancel()
+	res, err := f.run(f.ctx)
+	f.cancel()
 	c.mu.Lock()
-	delete(c.fast, n)
+	delete(c.fast, f.n)
 	c.mu.Unlock()
-	id, _ := jsonrpc.MakeID(float64(n))
+	id, _ := jsonrpc.MakeID(float64(f.n))
 	if err == nil && c.writeResult(id, res) {
 		return
 	}
@@ -366,28 +376,41 @@ func usableID(raw json.RawMessage) bool {
 	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
 }
 
+// lineReader is the input's read state, owned by one reading goroutine at a time and
+// handed on with the input.
+type lineReader struct {
+	br   *bufio.Reader
+	max  int    // MaxLine
+	line []byte // the line being read (its buffer kept for the next)
+	head []byte // the start of a line found too long, to read its id from
+}
+
 // readLoop reads lines and delivers decoded messages; it answers bad lines itself.
-func (c *lineConn) readLoop(max int) {
-	br := bufio.NewReaderSize(c.in, 64<<10)
-	var line []byte
-	var head []byte // the start of a line found too long, to read its id from
+//
+// A call the transport serves itself is run by the goroutine that read it: that
+// goroutine first starts a fresh readLoop with r (the input and its buffered bytes), so
+// the next lines are read while the call runs, then serves the call and ends. The call
+// thus starts at once, without waiting for a new goroutine to be scheduled; the new
+// reader's start is off its path. One goroutine reads at a time: the one that hands r on
+// stops touching it.
+func (c *lineConn) readLoop(r *lineReader) {
 	for {
-		line = line[:0]
+		r.line = r.line[:0]
 		tooLong := false
 		var err error
 		for {
 			var frag []byte
-			frag, err = br.ReadSlice('\n')
+			frag, err = r.br.ReadSlice('\n')
 			if !tooLong {
-				if len(line)+len(frag) > max {
+				if len(r.line)+len(frag) > r.max {
 					tooLong = true
-					if len(line) < idPeek {
-						line = append(line, frag[:min(len(frag), idPeek-len(line))]...)
+					if len(r.line) < idPeek {
+						r.line = append(r.line, frag[:min(len(frag), idPeek-len(r.line))]...)
 					}
-					head = append(head[:0], line[:min(len(line), idPeek)]...)
-					line = line[:0]
+					r.head = append(r.head[:0], r.line[:min(len(r.line), idPeek)]...)
+					r.line = r.line[:0]
 				} else {
-					line = append(line, frag...)
+					r.line = append(r.line, frag...)
 				}
 			}
 			if err != bufio.ErrBufferFull {
@@ -398,18 +421,24 @@ func (c *lineConn) readLoop(max int) {
 			c.deliver(readResult{err: err})
 			return
 		}
+		var call *fastCall
 		if tooLong {
-			c.replyError(peekID(head), jsonrpc.CodeInvalidRequest,
-				fmt.Sprintf("request line longer than the limit of %d bytes, discarded; send large data in a file and pass its name", max))
-		} else if msg, ok := c.decode(line); ok {
+			c.replyError(peekID(r.head), jsonrpc.CodeInvalidRequest,
+				fmt.Sprintf("request line longer than the limit of %d bytes, discarded; send large data in a file and pass its name", r.max))
+		} else if msg, f, ok := c.decode(r.line); f != nil {
+			call = f
+		} else if ok {
 			if !c.deliver(readResult{msg: msg}) {
 				return
 			}
 		}
-		if cap(line) > 1<<20 {
-			line = nil // a rare big line's buffer is not kept for the next ones
+		if cap(r.line) > 1<<20 {
+			r.line = nil // a rare big line's buffer is not kept for the next ones
 		}
 		if err == io.EOF {
+			if call != nil {
+				go c.serveCall(call) // answered before drain returns
+			}
 			close(c.ended)
 			c.drain()
 			c.deliver(readResult{err: io.EOF})
@@ -417,31 +446,41 @@ func (c *lineConn) readLoop(max int) {
 		}
 		select {
 		case <-c.closed:
+			if call != nil {
+				c.serveCall(call)
+			}
 			return
 		default:
+		}
+		if call != nil {
+			go c.readLoop(r)
+			c.serveCall(call)
+			return
 		}
 	}
 }
 
-// decode parses one line. Blank lines are skipped; bad ones are answered here.
-func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
+// decode parses one line. Blank lines are skipped; bad ones are answered here. A call
+// the transport serves itself is returned as f (registered, for the caller to run with
+// serveCall); any other message as msg with ok true.
+func (c *lineConn) decode(line []byte) (msg jsonrpc.Message, f *fastCall, ok bool) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	if !json.Valid(line) {
 		c.replyError(nil, jsonrpc.CodeParseError, "parse error: the line is not valid JSON")
-		return nil, false
+		return nil, nil, false
 	}
 	if line[0] == '[' {
 		c.replyError(nil, jsonrpc.CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported")
-		return nil, false
+		return nil, nil, false
 	}
 	if bytes.Contains(line, []byte("null")) && nullIDRequest(line) {
 		// The SDK would take it for a notification and never answer; MCP forbids a null
 		// request id, and JSON-RPC answers an invalid request with -32600.
 		c.replyError(nil, jsonrpc.CodeInvalidRequest, "invalid request: the id must be a string or a number, not null")
-		return nil, false
+		return nil, nil, false
 	}
 	msg, rawID, err := decodeMessage(line)
 	if err != nil {
@@ -454,11 +493,11 @@ func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
 			id = nil // not a usable id: answer with null
 		}
 		c.replyError(id, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error())
-		return nil, false
+		return nil, nil, false
 	}
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
-		return msg, true // a response to the server's own request: its id is the server's
+		return msg, nil, true // a response to the server's own request: its id is the server's
 	}
 	if rawID != nil {
 		// A call: the server sees an id of ours; the response gets rawID back.
@@ -466,7 +505,7 @@ func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
 		if _, dup := c.byRaw[string(rawID)]; dup {
 			c.mu.Unlock()
 			c.replyError(rawID, jsonrpc.CodeInvalidRequest, "invalid request: id "+string(rawID)+" is already used by a request still in progress")
-			return nil, false
+			return nil, nil, false
 		}
 		c.nextID++
 		n := c.nextID
@@ -482,16 +521,16 @@ func (c *lineConn) decode(line []byte) (jsonrpc.Message, bool) {
 				c.mu.Unlock()
 				c.served.Add(1)
 				c.fastCalls.Add(1)
-				go c.serveCall(ctx, cancel, n, run)
-				return nil, false
+				return nil, &fastCall{ctx: ctx, cancel: cancel, n: n, run: run}, false
 			}
 		}
-		return req, true
+		return req, nil, true
 	}
 	if req.Method == "notifications/cancelled" {
-		return c.cancelled(req)
+		msg, ok := c.cancelled(req)
+		return msg, nil, ok
 	}
-	return req, true
+	return req, nil, true
 }
 
 // cancelled translates a cancellation's requestId to the id the server knows. The

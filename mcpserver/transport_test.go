@@ -254,3 +254,71 @@ func TestTransportDuplicateID(t *testing.T) {
 		t.Errorf("the id again once answered: %v %v", msg, err)
 	}
 }
+
+// goroutineID is the calling goroutine's number, from the first line of its stack.
+func goroutineID() string {
+	var buf [64]byte
+	s := string(buf[:runtime.Stack(buf[:], false)])
+	s = strings.TrimPrefix(s, "goroutine ")
+	id, _, _ := strings.Cut(s, " ")
+	return id
+}
+
+// A call the transport serves itself runs on the goroutine that read its line (no
+// goroutine of its own to wait for), while a fresh reader goes on reading: a second call,
+// read while the first still runs, answers, and so does the first once the second has
+// begun.
+func TestTransportCallRunsOnItsReader(t *testing.T) {
+	t.Parallel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	tr := &LineTransport{In: inR, Out: outW}
+	type ran struct{ reader, runner string }
+	ids := make(chan ran, 2)
+	second := make(chan struct{})
+	tr.calls = func(params json.RawMessage) (func(context.Context) (json.RawMessage, error), bool) {
+		reader := goroutineID() // decode asks on the goroutine that read the line
+		first := strings.Contains(string(params), "first")
+		return func(ctx context.Context) (json.RawMessage, error) {
+			ids <- ran{reader, goroutineID()}
+			if !first {
+				close(second)
+			} else {
+				select {
+				case <-second:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return json.RawMessage(`{}`), nil
+		}, true
+	}
+	conn, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	go io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"first"}}`+"\n"+
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"second"}}`+"\n")
+	out := bufio.NewReader(outR)
+	got := map[string]bool{}
+	for range 2 {
+		l, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp response
+		if err := json.Unmarshal([]byte(l), &resp); err != nil || resp.Error != nil {
+			t.Fatalf("answer %q (%v)", l, err)
+		}
+		got[string(resp.ID)] = true
+	}
+	if !got["1"] || !got["2"] {
+		t.Errorf("answers for ids %v, want 1 and 2", got)
+	}
+	for range 2 {
+		if r := <-ids; r.reader != r.runner {
+			t.Errorf("a call read by goroutine %s ran on goroutine %s", r.reader, r.runner)
+		}
+	}
+}
