@@ -364,6 +364,35 @@ func (h *Hub) ReadAt(p []byte, off int64) (n int, missed int64, err error) {
 	return n, missed, err
 }
 
+// HeldView is ReadAt without the copy, for the holder (Hold): it returns up to n bytes of
+// the stream at off as p and, when they wrap around the end of the ring, q after it. off
+// must be at or past the hold: those bytes stay in the ring, unchanged, until the holder
+// releases them (Release, Unhold), since a Write waits rather than overwrite them and a
+// ring that grows copies them to the new one without touching the old. So the holder may
+// read p and q without the hub's lock until it releases past them, and must not write to
+// them. With nothing to read at the end of the stream it returns io.EOF once the hub is
+// closed, else no bytes and no error. An off below the hold (or with no hold) or beyond
+// End is an ErrOffset error.
+func (h *Hub) HeldView(off int64, n int) (p, q []byte, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.held || off < h.hold || off > h.end {
+		return nil, nil, fmt.Errorf("%w: held view at %d not in [%d, %d]", ErrOffset, off, h.hold, h.end)
+	}
+	k := int(min(int64(max(n, 0)), h.end-off))
+	if k == 0 {
+		if h.closed {
+			err = io.EOF
+		}
+		return nil, nil, err
+	}
+	p = span(h.buf, off, k)
+	if len(p) < k {
+		q = span(h.buf, off+int64(len(p)), k-len(p))
+	}
+	return p, q, nil
+}
+
 // Notify returns a channel that is closed at the next Write or Close after
 // the call, or one already closed if the hub is closed. To wait without
 // missing a write, call Notify before reading and select on the channel when

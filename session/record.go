@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ptyhub/ptyhub/internal/bufpool"
 	"github.com/ptyhub/ptyhub/transcript"
 )
 
@@ -425,8 +424,9 @@ func (r *recorder) writer() *transcript.Writer {
 	}
 }
 
-// readBufs holds the recorders' 64 KiB copy buffers (a few: one per recorder copying).
-var readBufs = bufpool.New(64<<10, 4)
+// readPiece is the most output the recorder hands the transcript at once: the .cast's
+// output event of a flood.
+const readPiece = 64 << 10
 
 // create creates the transcript's files in dir; the spill starts once the output passes
 // spillAfter bytes, from the ring's copy.
@@ -474,10 +474,6 @@ func (r *recorder) writeEvent(ev recEvent) {
 // transcript and closes done.
 func (r *recorder) run() {
 	hub := r.s.hub
-	// The copy buffer is borrowed from readBufs while there is output to copy and given
-	// back once the recorder has caught up, so a waiting recorder holds none (and the
-	// goroutine's stack stays small: a 64 KiB array would live on it).
-	var buf []byte
 	spillAfter := int64(r.s.m.opts.Retain / 2)
 	// release lets the hub drop what the transcript's files hold (Writer.Settled: not
 	// what still waits in the writer's buffer), once the output passed spillAfter.
@@ -487,37 +483,40 @@ func (r *recorder) run() {
 		}
 	}
 	// pump writes output from r.cur up to limit (-1: all there is); it reports whether
-	// the stream has ended.
-	round := int64(0)     // bytes copied (or skipped) since the last wake
+	// the stream has ended. It reads the ring in place (broadcast.Hub.HeldView: the
+	// recorder holds the hub at or below r.cur, so the bytes stay put until release lets
+	// them go, after they were written), at most a piece of readPiece bytes at a time,
+	// which is what one output event of the .cast holds in a flood; a piece that wraps
+	// around the ring's end is two events.
+	round := int64(0)     // bytes copied since the last wake
 	var idleT *time.Timer // closes the text log's file in a long wait (logIdle)
-	pump := func(limit int64) bool {
-		if buf == nil {
-			buf = *readBufs.Get()
+	put := func(p []byte) {
+		if len(p) == 0 {
+			return
 		}
+		r.w.Output(time.Now(), r.cur, p)
+		r.textLog().output(p)
+		r.cur += int64(len(p))
+		round += int64(len(p))
+		r.copied.Store(r.cur)
+		release()
+	}
+	pump := func(limit int64) bool {
 		for {
-			p := buf
+			n := readPiece
 			if limit >= 0 {
 				if r.cur >= limit {
 					return false
 				}
-				p = buf[:min(int64(len(buf)), limit-r.cur)]
+				n = int(min(int64(n), limit-r.cur))
 			}
-			n, missed, err := hub.ReadAt(p, r.cur)
-			r.cur += missed
-			if n > 0 || missed > 0 {
-				tl := r.textLog()
-				tl.gap(missed)
-				r.w.Output(time.Now(), r.cur, buf[:n])
-				tl.output(buf[:n])
-				r.cur += int64(n)
-				round += missed + int64(n)
-				r.copied.Store(r.cur)
-				release()
-			}
+			p, q, err := hub.HeldView(r.cur, n)
+			put(p)
+			put(q)
 			if err != nil {
 				return true
 			}
-			if n == 0 {
+			if len(p) == 0 {
 				return false
 			}
 		}
@@ -551,11 +550,6 @@ func (r *recorder) run() {
 		ended := pump(-1)
 		r.w.Flush()
 		release()
-		if buf != nil {
-			b := buf
-			readBufs.Put(&b)
-			buf = nil
-		}
 		if err := r.w.Err(); err != nil && !r.logged {
 			r.logged = true
 			r.s.m.log.Warn("transcript: recording stopped", "session", r.s.id, "err", err)
