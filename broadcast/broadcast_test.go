@@ -620,6 +620,64 @@ func TestNotifyBatch(t *testing.T) {
 
 // TestNotifyBatchSmallRing: a batch is at most an eighth of the ring, so a reader woken at
 // its boundary still finds the batch in memory.
+// TestNotifyBoundaryIgnoresFlush: a NotifyBoundary waiter is woken when End reaches its
+// boundary, at Close, and when a Write of a held stream must wait for room, but not by
+// Flush, which still wakes the NotifyBatch waiters of the same boundary (on a channel of
+// their own) and finds nobody to wake once only boundary waiters are left.
+func TestNotifyBoundaryIgnoresFlush(t *testing.T) {
+	h := New(64 << 20)
+	const b = BatchSize
+	nb, bt := h.NotifyBoundary(0), h.NotifyBatch(0)
+	if nb == bt {
+		t.Fatal("a boundary waiter shares the channel of a batch waiter")
+	}
+	h.Write(make([]byte, 10))
+	h.Flush()
+	if !closed(bt) {
+		t.Fatal("Flush did not wake the batch waiter")
+	}
+	if closed(nb) {
+		t.Fatal("Flush woke a boundary waiter")
+	}
+	if n := h.nat.Load(); n != 0 {
+		t.Errorf("Flush's count of waiters to wake is %d with only a boundary waiter left, want 0", n)
+	}
+	if h.NotifyBoundary(5) != nb {
+		t.Error("boundary waiters on one stretch do not share a channel")
+	}
+	h.Write(make([]byte, b-11))
+	if closed(nb) {
+		t.Fatal("woken before End reached the boundary")
+	}
+	h.Write([]byte{0})
+	if !closed(nb) {
+		t.Fatal("not woken when End reached the boundary")
+	}
+	if c := h.NotifyBoundary(0); c != closedChan {
+		t.Error("a boundary already passed is not closed at once")
+	}
+	late := h.NotifyBoundary(100 * b)
+	h.Close()
+	if !closed(late) {
+		t.Fatal("Close did not wake a boundary waiter")
+	}
+
+	// A held Write that must wait for room wakes it: the holder may be waiting for the
+	// boundary that Write would cross.
+	h = New(64 << 10) // batch 8 KiB
+	h.Hold(0)
+	h.Write(make([]byte, 60<<10))
+	held := h.NotifyBoundary(60 << 10)
+	done := make(chan struct{})
+	go func() { // the producer: owned by the test, ends when the hold is released
+		defer close(done)
+		h.Write(make([]byte, 8<<10))
+	}()
+	<-held // the Write waits for room: it wakes the boundary waiter first
+	h.Release(h.End())
+	<-done
+}
+
 func TestNotifyBatchSmallRing(t *testing.T) {
 	h := New(64)
 	ch := h.NotifyBatch(0) // batch 8: boundary 8
