@@ -57,8 +57,8 @@ type Hub struct {
 	end    int64  // one past the newest offset written
 	closed bool
 	notify chan struct{} // nil unless someone waits; closed and cleared by Write and Close
-	at     []atWaiter    // NotifyBatch waiters, woken once End reaches their boundary
-	nat    atomic.Int32  // len(at), for Flush's fast path
+	at     []atWaiter    // NotifyBatch and NotifyBoundary waiters, woken once End reaches their boundary
+	nat    atomic.Int32  // waiters in at that Flush wakes (NotifyBatch's), for its fast path
 
 	// held: Write keeps every byte from hold on (see Hold). space is closed by
 	// Release and Unhold when a Write waits for room (nil otherwise).
@@ -70,10 +70,12 @@ type Hub struct {
 	wakeHolder func()
 }
 
-// atWaiter is a NotifyBatch boundary and the channel of its waiters.
+// atWaiter is a NotifyBatch or NotifyBoundary boundary and the channel of its waiters;
+// flush says Flush wakes them too (NotifyBatch).
 type atWaiter struct {
-	off int64
-	ch  chan struct{}
+	off   int64
+	ch    chan struct{}
+	flush bool
 }
 
 // New returns an empty, open hub that keeps the most recent retain bytes
@@ -132,7 +134,7 @@ func (h *Hub) writeHeld(p []byte) (int, error) {
 		for h.held && h.end+int64(k)-h.hold > int64(h.retain) {
 			// Wake every batch reader first: the holder may wait for a batch boundary
 			// this Write would have crossed.
-			h.flushLocked()
+			h.flushLocked(true)
 			if h.wakeHolder != nil {
 				h.wakeHolder()
 			}
@@ -250,18 +252,27 @@ func (h *Hub) wake() {
 		h.notify = nil
 	}
 	if len(h.at) > 0 {
-		kept := h.at[:0]
-		for _, w := range h.at {
-			if h.closed || h.end >= w.off {
-				close(w.ch)
-			} else {
-				kept = append(kept, w)
-			}
-		}
-		clear(h.at[len(kept):])
-		h.at = kept
-		h.nat.Store(int32(len(kept)))
+		h.wakeAt(func(w atWaiter) bool { return h.closed || h.end >= w.off })
 	}
+}
+
+// wakeAt closes the channels of the waiters in h.at that done reports and forgets them.
+// h.mu must be held.
+func (h *Hub) wakeAt(done func(atWaiter) bool) {
+	kept, flush := h.at[:0], 0
+	for _, w := range h.at {
+		if done(w) {
+			close(w.ch)
+			continue
+		}
+		kept = append(kept, w)
+		if w.flush {
+			flush++
+		}
+	}
+	clear(h.at[len(kept):])
+	h.at = kept
+	h.nat.Store(int32(flush))
 }
 
 // BatchSize is the batch of NotifyBatch: a reader woken per batch during a flood wakes
@@ -276,7 +287,18 @@ const BatchSize = 256 << 10
 // Write. The batch is BatchSize, or an eighth of the ring's retain when that is smaller,
 // so a woken reader still finds the batch in memory. Each call that must wait allocates a
 // channel; an abandoned one is dropped at the next Flush, boundary or Close.
-func (h *Hub) NotifyBatch(off int64) <-chan struct{} {
+func (h *Hub) NotifyBatch(off int64) <-chan struct{} { return h.notifyAt(off, true) }
+
+// NotifyBoundary is NotifyBatch for a reader that wants to be woken per batch even when
+// the output pauses: its channel is closed once End passes the batch boundary, at Close,
+// or when a Write of a held stream must wait for room (the holder may be waiting for the
+// boundary that Write would cross); Flush does not close it. A reader that must not lag
+// for long after a pause bounds its wait itself. An abandoned channel is dropped at its
+// boundary or at Close.
+func (h *Hub) NotifyBoundary(off int64) <-chan struct{} { return h.notifyAt(off, false) }
+
+// notifyAt is NotifyBatch (flush) and NotifyBoundary.
+func (h *Hub) notifyAt(off int64, flush bool) <-chan struct{} {
 	b := int64(min(BatchSize, max(h.retain/8, 1)))
 	at := ((off+b/2)/b + 1) * b
 	h.mu.Lock()
@@ -284,19 +306,22 @@ func (h *Hub) NotifyBatch(off int64) <-chan struct{} {
 	if h.closed || h.end >= at {
 		return closedChan
 	}
-	// Waiters on the same boundary share a channel.
+	// Waiters on the same boundary, woken alike, share a channel.
 	for _, w := range h.at {
-		if w.off == at {
+		if w.off == at && w.flush == flush {
 			return w.ch
 		}
 	}
 	ch := make(chan struct{})
-	h.at = append(h.at, atWaiter{at, ch})
-	h.nat.Store(int32(len(h.at)))
+	h.at = append(h.at, atWaiter{at, ch, flush})
+	if flush {
+		h.nat.Add(1)
+	}
 	return ch
 }
 
-// Flush wakes every NotifyBatch waiter, whatever its boundary. The producer calls it when
+// Flush wakes every NotifyBatch waiter, whatever its boundary (not the NotifyBoundary
+// ones). The producer calls it when
 // it has nothing more to write for now (it is about to wait for input), so that readers
 // woken per batch see the end of a burst at once rather than when more output comes. It
 // costs an atomic load when nobody waits for a batch.
@@ -306,17 +331,12 @@ func (h *Hub) Flush() {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.flushLocked()
+	h.flushLocked(false)
 }
 
-// flushLocked is Flush with h.mu held.
-func (h *Hub) flushLocked() {
-	for _, w := range h.at {
-		close(w.ch)
-	}
-	clear(h.at)
-	h.at = h.at[:0]
-	h.nat.Store(0)
+// flushLocked is Flush with h.mu held; with all, it wakes the NotifyBoundary waiters too.
+func (h *Hub) flushLocked(all bool) {
+	h.wakeAt(func(w atWaiter) bool { return all || w.flush })
 }
 
 // Closed reports whether Close has been called.
@@ -362,6 +382,35 @@ func (h *Hub) ReadAt(p []byte, off int64) (n int, missed int64, err error) {
 		err = io.EOF
 	}
 	return n, missed, err
+}
+
+// HeldView is ReadAt without the copy, for the holder (Hold): it returns up to n bytes of
+// the stream at off as p and, when they wrap around the end of the ring, q after it. off
+// must be at or past the hold: those bytes stay in the ring, unchanged, until the holder
+// releases them (Release, Unhold), since a Write waits rather than overwrite them and a
+// ring that grows copies them to the new one without touching the old. So the holder may
+// read p and q without the hub's lock until it releases past them, and must not write to
+// them. With nothing to read at the end of the stream it returns io.EOF once the hub is
+// closed, else no bytes and no error. An off below the hold (or with no hold) or beyond
+// End is an ErrOffset error.
+func (h *Hub) HeldView(off int64, n int) (p, q []byte, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.held || off < h.hold || off > h.end {
+		return nil, nil, fmt.Errorf("%w: held view at %d not in [%d, %d]", ErrOffset, off, h.hold, h.end)
+	}
+	k := int(min(int64(max(n, 0)), h.end-off))
+	if k == 0 {
+		if h.closed {
+			err = io.EOF
+		}
+		return nil, nil, err
+	}
+	p = span(h.buf, off, k)
+	if len(p) < k {
+		q = span(h.buf, off+int64(len(p)), k-len(p))
+	}
+	return p, q, nil
 }
 
 // Notify returns a channel that is closed at the next Write or Close after

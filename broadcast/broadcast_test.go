@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -619,6 +620,64 @@ func TestNotifyBatch(t *testing.T) {
 
 // TestNotifyBatchSmallRing: a batch is at most an eighth of the ring, so a reader woken at
 // its boundary still finds the batch in memory.
+// TestNotifyBoundaryIgnoresFlush: a NotifyBoundary waiter is woken when End reaches its
+// boundary, at Close, and when a Write of a held stream must wait for room, but not by
+// Flush, which still wakes the NotifyBatch waiters of the same boundary (on a channel of
+// their own) and finds nobody to wake once only boundary waiters are left.
+func TestNotifyBoundaryIgnoresFlush(t *testing.T) {
+	h := New(64 << 20)
+	const b = BatchSize
+	nb, bt := h.NotifyBoundary(0), h.NotifyBatch(0)
+	if nb == bt {
+		t.Fatal("a boundary waiter shares the channel of a batch waiter")
+	}
+	h.Write(make([]byte, 10))
+	h.Flush()
+	if !closed(bt) {
+		t.Fatal("Flush did not wake the batch waiter")
+	}
+	if closed(nb) {
+		t.Fatal("Flush woke a boundary waiter")
+	}
+	if n := h.nat.Load(); n != 0 {
+		t.Errorf("Flush's count of waiters to wake is %d with only a boundary waiter left, want 0", n)
+	}
+	if h.NotifyBoundary(5) != nb {
+		t.Error("boundary waiters on one stretch do not share a channel")
+	}
+	h.Write(make([]byte, b-11))
+	if closed(nb) {
+		t.Fatal("woken before End reached the boundary")
+	}
+	h.Write([]byte{0})
+	if !closed(nb) {
+		t.Fatal("not woken when End reached the boundary")
+	}
+	if c := h.NotifyBoundary(0); c != closedChan {
+		t.Error("a boundary already passed is not closed at once")
+	}
+	late := h.NotifyBoundary(100 * b)
+	h.Close()
+	if !closed(late) {
+		t.Fatal("Close did not wake a boundary waiter")
+	}
+
+	// A held Write that must wait for room wakes it: the holder may be waiting for the
+	// boundary that Write would cross.
+	h = New(64 << 10) // batch 8 KiB
+	h.Hold(0)
+	h.Write(make([]byte, 60<<10))
+	held := h.NotifyBoundary(60 << 10)
+	done := make(chan struct{})
+	go func() { // the producer: owned by the test, ends when the hold is released
+		defer close(done)
+		h.Write(make([]byte, 8<<10))
+	}()
+	<-held // the Write waits for room: it wakes the boundary waiter first
+	h.Release(h.End())
+	<-done
+}
+
 func TestNotifyBatchSmallRing(t *testing.T) {
 	h := New(64)
 	ch := h.NotifyBatch(0) // batch 8: boundary 8
@@ -684,6 +743,81 @@ func TestHoldLosesNothing(t *testing.T) {
 	_, missed, _ := idle.Read(buf)
 	if missed != int64(len(want))-retain {
 		t.Errorf("an ordinary reader missed %d bytes, want %d", missed, len(want)-retain)
+	}
+}
+
+// TestHeldViewLosesNothing: a holder that reads the ring in place (HeldView), in pieces
+// that wrap around its end, while the producer writes a stream many rings long (some
+// writes larger than the ring), sees every byte in order, and no byte it looks at
+// changes before it releases it (checked by -race and by comparing after the next
+// writes went on).
+func TestHeldViewLosesNothing(t *testing.T) {
+	const retain = 4 << 10
+	h := New(retain)
+	if err := h.Hold(0); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 64*retain)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range want {
+		want[i] = byte(rng.Uint32())
+	}
+	go func() { // the producer: owned by the test, ends with Close
+		for p := want; len(p) > 0; {
+			k := min(len(p), 1+rng.IntN(3*retain))
+			if _, err := h.Write(p[:k]); err != nil {
+				t.Errorf("write: %v", err)
+				return
+			}
+			p = p[k:]
+		}
+		h.Close()
+	}()
+	var got []byte
+	off, wrapped := int64(0), 0
+	for {
+		ch := h.Notify()
+		p, q, err := h.HeldView(off, 1000)
+		if len(q) > 0 {
+			wrapped++
+			if len(p) == 0 {
+				t.Fatalf("a view at %d has a second part and no first", off)
+			}
+		}
+		n := len(p) + len(q)
+		if n > 1000 {
+			t.Fatalf("a view of at most 1000 bytes has %d", n)
+		}
+		got = append(append(got, p...), q...)
+		// The bytes looked at stay put while held, whatever the producer does meanwhile.
+		runtime.Gosched()
+		if !bytes.Equal(append(slices.Clip(p), q...), want[off:off+int64(n)]) {
+			t.Fatalf("the view at %d changed before it was released", off)
+		}
+		off += int64(n)
+		h.Release(off)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("HeldView(%d): %v", off, err)
+		}
+		if n == 0 {
+			<-ch
+		}
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("holder read %d bytes, not the %d written", len(got), len(want))
+	}
+	if wrapped == 0 {
+		t.Error("no view wrapped around the ring's end: the test did not cover it")
+	}
+	if _, _, err := h.HeldView(off-1, 10); !errors.Is(err, ErrOffset) {
+		t.Errorf("a view below the hold: err %v, want ErrOffset", err)
+	}
+	h.Unhold()
+	if _, _, err := h.HeldView(off, 10); !errors.Is(err, ErrOffset) {
+		t.Errorf("a view with no hold: err %v, want ErrOffset", err)
 	}
 }
 

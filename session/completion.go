@@ -36,7 +36,8 @@ type Completion struct {
 }
 
 // textLog writes the text view of a session's output to <uuid>.log and keeps the digest
-// and line count of the raw output. It is used by the recorder goroutine only. Text is
+// and line count of the raw output: every byte of it, since the recorder holds the hub.
+// It is used by the recorder goroutine only. Text is
 // converted straight into a buffer and appended to the file when 64 KiB have gathered
 // and at the end; the file is open only while the recorder is busy (idle closes it when
 // a run of the recorder ends or has waited logIdle for output), so a session whose
@@ -49,7 +50,6 @@ type textLog struct {
 	conv    termtext.Converter
 	sum     hash.Hash
 	lines   int64
-	lost    bool  // output was lost before the log saw it: no digest
 	failed  bool  // the log file could not be written
 	cap     int64 // text bytes the file may hold (the transcript's cap)
 	size    int64 // text bytes written or pending
@@ -76,13 +76,6 @@ func (l *textLog) output(p []byte) {
 	mark := len(l.pend)
 	l.pend = l.conv.Write(l.pend, p)
 	l.put(mark)
-}
-
-// gap records that n bytes of output were lost.
-func (l *textLog) gap(n int64) {
-	if n > 0 {
-		l.lost = true
-	}
 }
 
 // put takes the text appended to pend from mark on: it counts its lines and keeps what
@@ -210,9 +203,7 @@ func (l *textLog) facts(c *Completion) {
 		c.LogPath = l.path
 	}
 	c.OutputLines = l.lines
-	if !l.lost {
-		c.OutputSHA256 = hex.EncodeToString(l.sum.Sum(nil))
-	}
+	c.OutputSHA256 = hex.EncodeToString(l.sum.Sum(nil))
 }
 
 // completionWait bounds how long a result waits for a recorder that makes no progress

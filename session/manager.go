@@ -73,6 +73,10 @@ type Manager struct {
 	faults      []string    // what went wrong in the manager itself, told once to each client
 	closing     atomic.Bool // Close has begun: a reaper's exit is no fault
 
+	// floodLag is how long a flood's last output may wait for the recorder (0: the
+	// constant floodLag); set by tests only.
+	floodLag time.Duration
+
 	// mu guards the fields below. Lock order (doc.go): after collectMu and Client.mu;
 	// before Session.mu and registry.mu.
 	mu      sync.Mutex

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ptyhub/ptyhub/internal/bufpool"
 	"github.com/ptyhub/ptyhub/transcript"
 )
 
@@ -72,6 +71,10 @@ type recorder struct {
 
 	onRelease   func()
 	releaseOnce sync.Once
+	// rounds counts the goroutine's wakes that found output to copy, each before the
+	// round's first copied moves (read by tests; here it takes the padding after
+	// releaseOnce).
+	rounds atomic.Uint32
 
 	// log is the text log and digest of the output (completion.go), set by the goroutine
 	// once it finished it.
@@ -425,8 +428,9 @@ func (r *recorder) writer() *transcript.Writer {
 	}
 }
 
-// readBufs holds the recorders' 64 KiB copy buffers (a few: one per recorder copying).
-var readBufs = bufpool.New(64<<10, 4)
+// readPiece is the most output the recorder hands the transcript at once: the .cast's
+// output event of a flood.
+const readPiece = 64 << 10
 
 // create creates the transcript's files in dir; the spill starts once the output passes
 // spillAfter bytes, from the ring's copy.
@@ -474,10 +478,6 @@ func (r *recorder) writeEvent(ev recEvent) {
 // transcript and closes done.
 func (r *recorder) run() {
 	hub := r.s.hub
-	// The copy buffer is borrowed from readBufs while there is output to copy and given
-	// back once the recorder has caught up, so a waiting recorder holds none (and the
-	// goroutine's stack stays small: a 64 KiB array would live on it).
-	var buf []byte
 	spillAfter := int64(r.s.m.opts.Retain / 2)
 	// release lets the hub drop what the transcript's files hold (Writer.Settled: not
 	// what still waits in the writer's buffer), once the output passed spillAfter.
@@ -487,37 +487,44 @@ func (r *recorder) run() {
 		}
 	}
 	// pump writes output from r.cur up to limit (-1: all there is); it reports whether
-	// the stream has ended.
-	round := int64(0)     // bytes copied (or skipped) since the last wake
-	var idleT *time.Timer // closes the text log's file in a long wait (logIdle)
-	pump := func(limit int64) bool {
-		if buf == nil {
-			buf = *readBufs.Get()
+	// the stream has ended. It reads the ring in place (broadcast.Hub.HeldView: the
+	// recorder holds the hub at or below r.cur, so the bytes stay put until release lets
+	// them go, after they were written), at most a piece of readPiece bytes at a time,
+	// which is what one output event of the .cast holds in a flood; a piece that wraps
+	// around the ring's end is two events.
+	round := int64(0)     // bytes copied since the last wake
+	flood := false        // the last round was a flood's (see floodRound)
+	var idleT *time.Timer // bounds a flood's wait (floodLag), closes the text log's file in a long one (logIdle)
+	put := func(p []byte) {
+		if len(p) == 0 {
+			return
 		}
+		if round == 0 {
+			r.rounds.Add(1)
+		}
+		r.w.Output(time.Now(), r.cur, p)
+		r.textLog().output(p)
+		r.cur += int64(len(p))
+		round += int64(len(p))
+		r.copied.Store(r.cur)
+		release()
+	}
+	pump := func(limit int64) bool {
 		for {
-			p := buf
+			n := readPiece
 			if limit >= 0 {
 				if r.cur >= limit {
 					return false
 				}
-				p = buf[:min(int64(len(buf)), limit-r.cur)]
+				n = int(min(int64(n), limit-r.cur))
 			}
-			n, missed, err := hub.ReadAt(p, r.cur)
-			r.cur += missed
-			if n > 0 || missed > 0 {
-				tl := r.textLog()
-				tl.gap(missed)
-				r.w.Output(time.Now(), r.cur, buf[:n])
-				tl.output(buf[:n])
-				r.cur += int64(n)
-				round += missed + int64(n)
-				r.copied.Store(r.cur)
-				release()
-			}
+			p, q, err := hub.HeldView(r.cur, n)
+			put(p)
+			put(q)
 			if err != nil {
 				return true
 			}
-			if n == 0 {
+			if len(p) == 0 {
 				return false
 			}
 		}
@@ -531,10 +538,14 @@ func (r *recorder) run() {
 			return
 		}
 		// Woken per batch of output or when the output pauses (broadcast.Hub.NotifyBatch),
-		// so a flood wakes this goroutine (and writes the files) once per batch instead of
+		// so a burst wakes this goroutine (and writes the files) once per batch instead of
 		// at every read of the session's reader (~4 KiB), which paid a thread wake-up for
-		// each; events (r.wake) end the wait at once.
-		notify := hub.NotifyBatch(r.cur)
+		// each; events (r.wake) end the wait at once. A flood's wait is taken after the
+		// round instead (below).
+		var notify <-chan struct{}
+		if !flood {
+			notify = hub.NotifyBatch(r.cur)
+		}
 		round = 0
 		evs, dropped, stopping := r.takeEvents()
 		for _, ev := range evs {
@@ -551,11 +562,6 @@ func (r *recorder) run() {
 		ended := pump(-1)
 		r.w.Flush()
 		release()
-		if buf != nil {
-			b := buf
-			readBufs.Put(&b)
-			buf = nil
-		}
 		if err := r.w.Err(); err != nil && !r.logged {
 			r.logged = true
 			r.s.m.log.Warn("transcript: recording stopped", "session", r.s.id, "err", err)
@@ -575,32 +581,58 @@ func (r *recorder) run() {
 		if hub.End() == r.cur && (ended || round <= floodRound) && r.pause(ended) {
 			return
 		}
-		if ended {
+		// In a flood the run waits for the next batch boundary only
+		// (broadcast.Hub.NotifyBoundary), not for the reader's Flush: the reader finds the
+		// terminal empty every ~50-100 KiB of a flood, and a wake at each of those cost a
+		// thread wake-up and a round about four times as often as the batches. What the reader
+		// wrote after a Flush that no boundary follows (the flood stopped) waits in the
+		// ring, held, for at most floodLag, then is written, and a small round that finds
+		// the output quiet ends the run.
+		wasFlood := flood
+		flood = !ended && round > floodRound
+		switch {
+		case flood:
+			notify = hub.NotifyBoundary(r.cur)
+		case wasFlood:
+			// A flood's round took no NotifyBatch before it, and one taken now could miss
+			// the Flush of output written since the pump: the next round takes it first.
+			continue
+		case ended:
 			notify = nil // a closed hub's channel is always ready
 		}
-		if r.tl == nil || r.tl.f == nil {
+		if !flood && (r.tl == nil || r.tl.f == nil) {
 			select {
 			case <-notify:
 			case <-r.wake:
 			}
 			continue
 		}
-		// The text log's file is open (a flood keeps it so from one round to the next,
-		// see pause): a wait that lasts logIdle closes it, so a session whose flood
-		// stopped while this run waits for its next output holds no fd for it.
+		// A flood's wait lasts at most floodLag. Otherwise the text log's file is open (a
+		// flood keeps it so from one round to the next, see pause): a wait that lasts
+		// logIdle closes it, so a session whose output stopped while this run waits for
+		// its next output holds no fd for it.
+		d := logIdle
+		if flood {
+			d = r.s.m.floodLag
+			if d == 0 {
+				d = floodLag
+			}
+		}
 		if idleT == nil {
-			idleT = time.NewTimer(logIdle)
+			idleT = time.NewTimer(d)
 		} else {
-			idleT.Reset(logIdle)
+			idleT.Reset(d)
 		}
 		select {
 		case <-notify:
 		case <-r.wake:
 		case <-idleT.C:
-			r.tl.idle()
-			select {
-			case <-notify:
-			case <-r.wake:
+			if !flood {
+				r.tl.idle()
+				select {
+				case <-notify:
+				case <-r.wake:
+				}
 			}
 		}
 		idleT.Stop()
@@ -612,6 +644,11 @@ func (r *recorder) run() {
 // logIdle is how long a run waits for output with the text log's file open before it
 // closes the file: far longer than a flood's rounds (a few ms), short for a person.
 const logIdle = 100 * time.Millisecond
+
+// floodLag bounds how long output a flood left in the ring after its last batch boundary
+// waits for the recorder (see run): far longer than a batch of a flood (a few ms), short
+// for a person watching the transcript.
+const floodLag = 100 * time.Millisecond
 
 // floodRound is the round (bytes copied after one wake) after which a run does not end
 // at a pause of the output: it is in a flood.
