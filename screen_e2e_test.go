@@ -76,6 +76,48 @@ func TestScreenQueriesAnswered(t *testing.T) {
 	}
 }
 
+// orderProg, in raw mode, prints three cursor position queries, each after 100 line
+// insertions on its 100×100 screen (slow for an emulator to play, ~10 ms each, 20 times
+// that under the race detector), then READY, all in one write. It then reads its input
+// until it has the three answers (each ending in R) and an x, and says whether the x
+// came after them.
+const orderProg = `
+import os, select, termios, tty
+old = termios.tcgetattr(0)
+tty.setraw(0)
+os.write(1, (b"\x1b[L" * 100 + b"\x1b[6n") * 3 + b"READY\r\n")
+got = b""
+while (b"x" not in got or got.count(b"R") < 3) and select.select([0], [], [], 30)[0]:
+    got += os.read(0, 100)
+termios.tcsetattr(0, termios.TCSADRAIN, old)
+if b"x" not in got or got.count(b"R") < 3:
+    print("ORDER incomplete", repr(got))
+elif got.rindex(b"R") < got.index(b"x"):
+    print("ORDER answers-first")
+else:
+    print("ORDER input-first", repr(got))
+`
+
+// TestScreenAnswersBeforeLaterInput: input the agent writes after it saw output that
+// follows terminal queries reaches the program after the queries' answers, as from a
+// terminal, which answers a query as it shows it, before what follows it is on the
+// screen. Here the agent sees READY at once, while the answers wait for the emulator to
+// play the output before each query.
+func TestScreenAnswersBeforeLaterInput(t *testing.T) {
+	t.Parallel()
+	testtool.Need(t, "python3")
+	_, c := newClient(t, session.Options{})
+	r := exec(t, c, session.ExecRequest{Argv: []string{"python3", "-c", orderProg}, Rows: 100, Cols: 100,
+		WaitFor: "READY", YieldTimeMs: new(int64(60_000))})
+	if r.State == session.StateExited {
+		t.Fatalf("the program ended early: %+v", r)
+	}
+	out, _ := untilExit(t, c, write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: "x", YieldTimeMs: new(int64(30_000))}))
+	if !strings.Contains(out, "ORDER answers-first") {
+		t.Errorf("the input overtook the answers: %q", out)
+	}
+}
+
 // TestScreenPromptToolkit: prompt_toolkit asks for the cursor position before every
 // prompt and warns when it gets no answer.
 func TestScreenPromptToolkit(t *testing.T) {

@@ -48,21 +48,30 @@ func window(rows, cols int) int64 {
 // scanned by Kick itself, in the producer's goroutine, and its queries answered there,
 // so a write costs no goroutine and no wake-up of one; only a cursor position query,
 // which needs the emulator, is left to the goroutine, which Kick then starts.
+// AnsweredCh tells the writer of the program's input when the answers to the queries
+// printed before an offset have been handed over, so that input typed after that
+// output can follow them, as it does on a terminal.
 type Model struct {
 	hub   *broadcast.Hub
 	reply func([]byte)
 	quit  chan struct{} // closed by Close: ends an answerer waiting in a flood
 	once  sync.Once
+	// running and stopped are guarded by run (they sit here, where they pack with once).
+	running bool // an answerer goroutine runs
+	stopped bool // Close was called or the stream ended: none starts again
 	// answered is the stream offset up to which the answerer has scanned, with every
 	// query before it answered (its reply handed to reply); MaxInt64 when nothing is
 	// owed (no answerer, or the stream ended).
 	answered atomic.Int64
+	// waits holds the channels of AnsweredCh's callers, each closed (and dropped) once
+	// answered reaches its offset; nil when nobody waits, so that moving answered costs
+	// an atomic load then. Changed under run.
+	waits atomic.Pointer[[]answerWait]
 
-	// run guards running and stopped; a leaf: nothing else is taken while it is held.
-	run     sync.Mutex
-	running bool           // an answerer goroutine runs
-	stopped bool           // Close was called or the stream ended: none starts again
-	wg      sync.WaitGroup // the running answerer, waited for by Close
+	// run guards running, stopped and changes to waits; a leaf: nothing else is taken
+	// while it is held.
+	run sync.Mutex
+	wg  sync.WaitGroup // the running answerer, waited for by Close
 	// The answerer's cursor and scanner, used only by the running answerer (run hands
 	// them from one to the next, and Kick's inline scan is one); asc is made by the
 	// first run (nil until output came). pend holds the queries a run found but has not
@@ -92,6 +101,12 @@ type Model struct {
 	finalPaint []byte
 }
 
+// answerWait is a caller of AnsweredCh: ch is closed once answered reaches off.
+type answerWait struct {
+	off int64
+	ch  chan struct{}
+}
+
 type resize struct {
 	off        int64
 	rows, cols int
@@ -110,7 +125,7 @@ func Follow(h *broadcast.Hub, rows, cols int, reply func([]byte)) *Model {
 	m := &Model{hub: h, reply: reply, quit: make(chan struct{}),
 		rows: max(rows, 1), cols: max(cols, 1)}
 	if reply == nil {
-		m.answered.Store(math.MaxInt64)
+		m.answered.Store(math.MaxInt64) // no waiter yet
 		m.stopped = true
 	}
 	return m
@@ -178,7 +193,7 @@ func (m *Model) scanInline() bool {
 	}
 	m.answerPending()
 	if ended {
-		m.answered.Store(math.MaxInt64)
+		m.setAnswered(math.MaxInt64)
 		m.idle(true)
 		m.wg.Done()
 		return true
@@ -205,7 +220,7 @@ func (m *Model) answerPending() {
 	}
 	clear(m.pend)
 	m.pend = m.pend[:0]
-	m.answered.Store(m.aoff)
+	m.setAnswered(m.aoff)
 }
 
 // idle ends the answerer's run if the stream has no output it has not scanned (checked
@@ -261,18 +276,18 @@ func (m *Model) answer() {
 			if missed > 0 { // fell out of the ring: a query split across the gap is lost
 				sc.Reset()
 				*off += missed
-				m.answered.Store(*off)
+				m.setAnswered(*off)
 			}
 			if n > 0 {
 				sc.Scan(buf[:n], *off, m.onEvent)
 				*off += int64(n)
-				m.answered.Store(*off)
+				m.setAnswered(*off)
 				round += int64(n)
 				continue
 			}
 			if err != nil { // the end of the stream: nothing more is owed
 				scanBufs.Put(bp)
-				m.answered.Store(math.MaxInt64)
+				m.setAnswered(math.MaxInt64)
 				m.idle(true)
 				return
 			}
@@ -371,6 +386,70 @@ func (m *Model) InputModes() Modes {
 	return m.im.Modes()
 }
 
+// setAnswered moves answered to off and wakes the AnsweredCh callers it satisfies.
+// Called by the answerer's role (and by Close once it ended).
+func (m *Model) setAnswered(off int64) {
+	m.answered.Store(off)
+	if m.waits.Load() != nil {
+		m.wake(off)
+	}
+}
+
+// wake closes and drops the channels of the AnsweredCh callers waiting for off or less.
+func (m *Model) wake(off int64) {
+	m.run.Lock()
+	defer m.run.Unlock()
+	p := m.waits.Load()
+	if p == nil {
+		return
+	}
+	var kept []answerWait
+	for _, w := range *p {
+		if w.off <= off {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	if len(kept) == 0 {
+		m.waits.Store(nil)
+	} else {
+		m.waits.Store(&kept)
+	}
+}
+
+// AnsweredCh returns a channel that is closed once AnsweredTo reaches off: every query
+// printed before stream offset off has been answered (its reply handed to the reply
+// function, in stream order), or the model answers nothing more (the stream ended, or
+// Close). It is already closed when that holds at the call. The answerer never waits
+// for anything but output to scan, so the channel closes as soon as the answerer has
+// scanned up to off — during a flood, at the next batch of output or pause (see Follow).
+// Each call that must wait allocates; an abandoned channel is dropped once the answerer
+// passes off, or at Close. Safe for concurrent use.
+func (m *Model) AnsweredCh(off int64) <-chan struct{} {
+	if m.answered.Load() >= off {
+		return closedCh
+	}
+	ch := make(chan struct{})
+	m.run.Lock()
+	var l []answerWait
+	if p := m.waits.Load(); p != nil {
+		l = append(l, *p...)
+	}
+	l = append(l, answerWait{off, ch})
+	m.waits.Store(&l)
+	m.run.Unlock()
+	// The answerer may have moved answered between the first look and the store of
+	// waits, without seeing a waiter: look again.
+	if a := m.answered.Load(); a >= off {
+		m.wake(a)
+	}
+	return ch
+}
+
+// closedCh is AnsweredCh's channel for an offset already answered.
+var closedCh = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
+
 // AnsweredTo returns the stream offset up to which every terminal query has been
 // answered (the reply handed to the reply function): a query in the stream before it is
 // not owed. It is math.MaxInt64 when the model answers nothing (no reply function, or
@@ -441,7 +520,7 @@ func (m *Model) Close() {
 		m.run.Unlock()
 		close(m.quit)
 		m.wg.Wait()
-		m.answered.Store(math.MaxInt64)
+		m.setAnswered(math.MaxInt64)
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		m.closed = true

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -609,4 +610,53 @@ func TestKickAnswersSmallWriteInline(t *testing.T) {
 	}
 	h.Close()
 	m.Close()
+}
+
+// TestAnsweredCh: the channel of an offset closes only once every query before it has
+// been handed to reply (a cursor position query, answered by the goroutine, is held up
+// here in reply), at once for an offset already answered or a model that answers
+// nothing, and at Close for an offset never reached.
+func TestAnsweredCh(t *testing.T) {
+	t.Parallel()
+	h := broadcast.New(0)
+	gate := make(chan struct{})
+	var replied atomic.Int32
+	m := Follow(h, 24, 80, func([]byte) {
+		<-gate
+		replied.Add(1)
+	})
+	h.Write([]byte("ab\x1b[6n"))
+	m.Kick()
+	ch := m.AnsweredCh(h.End())
+	beyond := m.AnsweredCh(h.End() + 1)
+	select {
+	case <-ch:
+		t.Fatal("closed before the answer was handed to reply")
+	default:
+	}
+	close(gate)
+	<-ch
+	if replied.Load() != 1 {
+		t.Fatalf("closed with %d answers handed to reply", replied.Load())
+	}
+	select {
+	case <-m.AnsweredCh(h.End()):
+	default:
+		t.Error("an offset already answered: the channel is not closed")
+	}
+	select {
+	case <-beyond:
+		t.Fatal("an offset not yet printed: the channel is closed")
+	default:
+	}
+	h.Close()
+	m.Close()
+	<-beyond // Close: nothing more is owed
+
+	quiet := Follow(broadcast.New(0), 24, 80, nil)
+	select {
+	case <-quiet.AnsweredCh(1 << 40):
+	default:
+		t.Error("a model that answers nothing: the channel is not closed")
+	}
 }

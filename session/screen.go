@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -37,6 +38,47 @@ func startScreen(s *Session, rows, cols int) *screenState {
 		}
 	}
 	return &screenState{m: screen.Follow(s.hub, rows, cols, reply)}
+}
+
+// maxAnswerWait bounds how long input waits for the answers to the terminal queries
+// printed before it (awaitAnswers). The answerer only scans output (and, for a cursor
+// position, catches the emulator up on a few screens of it), so this is a safety net:
+// input never hangs behind an answerer that cannot keep up.
+const maxAnswerWait = 5 * time.Second
+
+// awaitAnswers returns once every terminal query in the output read so far has its
+// answer queued for the program (screen.Model.AnsweredCh), so that input queued after it
+// goes in after those answers: a terminal answers a query as it shows it, before
+// anything printed after the query is on its screen, so a key pressed in response to
+// that screen always comes after the answer. Without it, an agent that saw the screen
+// after a query could type before the answer was queued (a cursor position query waits
+// for the emulator; any answer waits while the machine is busy), and a program that
+// read the keys and left raw mode (vim's :wq) had the late answer echoed onto the screen
+// as if typed. It returns at once on a pipe or when nothing is owed, and otherwise at
+// the latest at deadline (the call's: a call never waits past it), after maxAnswerWait,
+// or when ctx ends or the session is torn down; the input then goes in anyway.
+func (s *Session) awaitAnswers(ctx context.Context, deadline time.Time) {
+	if !s.tty || s.scr == nil {
+		return
+	}
+	ch := s.scr.m.AnsweredCh(s.hub.End())
+	select {
+	case <-ch:
+		return
+	default:
+	}
+	d := min(time.Until(deadline), maxAnswerWait)
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-s.quit:
+	}
 }
 
 // kick tells the model of new output (the reader calls it after each chunk): a small

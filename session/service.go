@@ -362,6 +362,9 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 		if from != nil {
 			s.att.input.Add(int64(len(data)))
 		}
+		if len(data) > 0 {
+			s.awaitAnswers(ctx, t0.Add(yield)) // the answers to what the program asked go in first
+		}
 		job, iw, err = s.input(data, req.CloseStdin)
 		warns = append(warns, iw...)
 		if err != nil {
