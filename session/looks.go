@@ -1,7 +1,6 @@
 package session
 
 import (
-	"runtime"
 	"time"
 )
 
@@ -18,6 +17,14 @@ var waitBackoff = [...]time.Duration{
 // program is usually microseconds from blocking then (a REPL prints its prompt, then
 // reads), and a timer fires no sooner than about a millisecond here.
 const waitSpin = 250 * time.Microsecond
+
+// waitSpinRunning is how long the spin goes on, past waitSpin, while the thread the last
+// try found running still runs: a program that has printed its prompt and is still on
+// its way to the read (python3 sets up its terminal and signal handlers in between, and
+// on a loaded machine waits for a CPU to do it) is seen at once when it blocks, not at a
+// timed look a millisecond or more later. The spin pauses in spinPause between checks,
+// so a thread that runs for long costs one read of its state per pause.
+const waitSpinRunning = 2 * time.Millisecond
 
 // lookSchedule paces the waiting-for-input looks of a loop that also waits for output
 // (collect, and a wait's watch): a look at once when output stops, more looks without a
@@ -72,24 +79,35 @@ func (l *lookSchedule) typed(now time.Time) {
 func (l *lookSchedule) streaming(now time.Time) { l.lastOut, l.printed = now, true }
 
 // look calls try, with how long output has been quiet, when a look is due, and reports
-// whether it said yes. Right after output a no is tried again at once, yielding the
-// processor between tries, for up to waitSpin while settled holds (no output came in
-// the meantime); a nil settled (a flood: output has not stopped) means no such tries,
-// and so does a schedule that has seen no output yet: a program that has printed nothing
-// is usually still starting (python3 takes ~30 ms), and spinning on /proc beside it
-// slowed its start by ~0.3 ms on two CPUs. Within the spin, a try is skipped while
-// running (nil: never) says the thread the last try found running still runs (one read
-// of its state, where a try costs four system calls or more): that try would say no
-// again. Unless it reports yes, it sets C for the next look.
+// whether it said yes. Right after output a no is tried again after a short pause
+// (spinPause), for up to waitSpin while settled holds (no output came in the meantime);
+// a nil settled (a flood: output has not stopped) means no such tries, and so does a
+// schedule that has seen no output yet: a program that has printed nothing is usually
+// still starting (python3 takes ~30 ms), and spinning on /proc beside it slowed its
+// start by ~0.3 ms on two CPUs. Within the spin, a try is skipped while running (nil:
+// never) says the thread the last try found running still runs (one read of its state,
+// where a try costs four system calls or more): that try would say no again. Past
+// waitSpin the spin goes on, up to waitSpinRunning, only while that thread runs, and
+// tries once more when it stops. Unless it reports yes, it sets C for the next look.
 func (l *lookSchedule) look(now time.Time, settled, running func() bool, try func(quiet time.Duration) bool) bool {
 	if !now.Before(l.next) {
 		ok := try(now.Sub(l.lastOut))
 		if !ok && l.step == 0 && l.printed && settled != nil {
-			for end := now.Add(waitSpin); !ok && time.Now().Before(end) && settled(); {
-				runtime.Gosched()
+			ran := false // the last check found the thread still running
+			for end, last := now.Add(waitSpin), now.Add(waitSpinRunning); !ok && settled(); {
+				spinPause()
+				t := time.Now()
+				if !t.Before(last) {
+					break
+				}
 				if running != nil && running() {
+					ran = true
 					continue
 				}
+				if !t.Before(end) && !ran {
+					break
+				}
+				ran = false
 				ok = try(time.Since(l.lastOut))
 			}
 		}

@@ -124,3 +124,39 @@ func TestLookSpinSkipsTriesWhileRunning(t *testing.T) {
 	}
 	t.Fatal("the spin never tried again once the running thread stopped")
 }
+
+// TestLookSpinFollowsARunningThreadPastWaitSpin: a thread the last try found running
+// that runs on past waitSpin keeps the spin going (up to waitSpinRunning), and the try
+// made once it stops says yes within the same look, not at a timed look later.
+func TestLookSpinFollowsARunningThreadPastWaitSpin(t *testing.T) {
+	settled := func() bool { return true }
+	l := newLookSchedule(time.Now())
+	defer l.stop()
+	// A descheduled test can miss the window once, not every time.
+	for range 20 {
+		start := time.Now()
+		l.output(start)
+		// The thread runs for waitSpin, and is still seen running at the first check
+		// after that; it has stopped at the next one.
+		late := 0
+		running := func() bool {
+			if time.Since(start) < waitSpin {
+				return true
+			}
+			late++
+			return late == 1
+		}
+		tries := 0
+		ok := l.look(start, settled, running, func(time.Duration) bool {
+			tries++
+			return late > 1
+		})
+		if ok {
+			return
+		}
+		if late > 2 || tries > 1 {
+			t.Fatalf("%d checks after waitSpin, %d tries: the spin went on or tried while the thread ran", late, tries)
+		}
+	}
+	t.Fatal("the spin ended while the thread the last try found running still ran, and never tried once it stopped")
+}
