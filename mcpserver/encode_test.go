@@ -39,7 +39,8 @@ func sdkResultBytes(t *testing.T, res *mcp.CallToolResult, complete bool) string
 // A tool's result is encoded once, in a buffer of about its size, into the bytes the
 // SDK writes for it: every text (HTML, line and paragraph separators, control bytes,
 // invalid UTF-8, quotes), with and without structured content, errors, the
-// multi-round-trip protocol's resultType.
+// multi-round-trip protocol's resultType, a _meta (the server's info the sessionless
+// protocol's results carry, as the Go SDK's client asks them).
 func TestToolResultEncodedOnce(t *testing.T) {
 	code := 0
 	structured, err := json.Marshal(&session.Result{SessionID: "1", State: session.StateExited, ExitCode: &code,
@@ -58,7 +59,13 @@ func TestToolResultEncodedOnce(t *testing.T) {
 					if sc != nil {
 						res.StructuredContent = sc
 					}
-					got, err := encodeResult(res, complete)
+					if complete && isErr {
+						res.Meta = mcp.Meta{mcp.MetaKeyServerInfo: &mcp.Implementation{Name: "ptyhub", Version: "<devel>&"}, "a": []int{1}}
+					}
+					if complete && !isErr {
+						res.Meta = mcp.Meta{} // omitted, as an empty _meta
+					}
+					got, err := encodeResult(res, complete, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -69,11 +76,18 @@ func TestToolResultEncodedOnce(t *testing.T) {
 			}
 		}
 	}
+	// The server's info as fastCall adds it, encoded ahead: the same bytes.
+	info := &mcp.Implementation{Name: "ptyhub", Title: "ptyhub", Version: "<devel>"}
+	known := newKnownMeta(info)
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: texts[1]}}, StructuredContent: json.RawMessage(structured)}
+	res.SetMeta(map[string]any{mcp.MetaKeyServerInfo: info})
+	if got, _ := encodeResult(res, true, &known); string(got) != sdkResultBytes(t, res, true) {
+		t.Errorf("with the server's info encoded ahead:\n got %s\nwant %s", got, sdkResultBytes(t, res, true))
+	}
 	if raceOn {
 		return
 	}
-	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: texts[1]}}, StructuredContent: json.RawMessage(structured)}
-	if n := testing.AllocsPerRun(50, func() { encodeResult(res, true) }); n > 3 {
+	if n := testing.AllocsPerRun(50, func() { encodeResult(res, true, &known) }); n > 3 {
 		t.Errorf("encoding an exec's result allocated %.0f times, want at most 3 (its bytes, a bytes.Buffer and an encoder)", n)
 	}
 }

@@ -93,7 +93,7 @@ func (s *Server) fastCall(ss *mcp.ServerSession, params json.RawMessage) (run fu
 				res.SetMeta(m)
 			}
 		}
-		raw, err := encodeResult(res, complete)
+		raw, err := encodeResult(res, complete, &s.infoMeta)
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 				Message: fmt.Sprintf("JSON RPC internal error: the result of tools/call could not be encoded: %v", err)}
@@ -212,10 +212,10 @@ func deeperThan(data []byte, max int) bool {
 // encodeResult encodes a call's result as the SDK's JSON-RPC layer does (HTML left
 // unescaped, no trailing newline), with "resultType":"complete" last when complete (the
 // SDK sets that unexported field of CallToolResult, which encodes it last). The result
-// is compact JSON.
-func encodeResult(res mcp.Result, complete bool) (json.RawMessage, error) {
+// is compact JSON. known, when not nil, is a _meta encoded ahead.
+func encodeResult(res mcp.Result, complete bool, known *knownMeta) (json.RawMessage, error) {
 	if ctr, ok := res.(*mcp.CallToolResult); ok {
-		if data, ok := encodeToolResult(ctr, complete); ok {
+		if data, ok := encodeToolResult(ctr, complete, known); ok {
 			return data, nil
 		}
 	}
@@ -241,14 +241,15 @@ func encodeResult(res mcp.Result, complete bool) (json.RawMessage, error) {
 }
 
 // encodeToolResult encodes, in one buffer of about its size, the result every tool
-// returns (addTool): one text content, the structured content as JSON of its own
+// returns (addTool): its _meta (the server's info for a call of the sessionless
+// protocol) or none, one text content, the structured content as JSON of its own
 // (json.Marshal's, as addTool makes it: compact with HTML escaped, as the SDK's
 // encoding of the result would leave it) or none, isError, nothing else. The bytes are the SDK's: its
 // CallToolResult.MarshalJSON writes the fields in this order, and every string with
 // HTML escaped (json.Marshal). ok false: a result of another shape, for encodeResult's
 // general path.
-func encodeToolResult(res *mcp.CallToolResult, complete bool) (data json.RawMessage, ok bool) {
-	if res.Meta != nil || len(res.Content) != 1 || res.InputRequests != nil || res.RequestState != "" {
+func encodeToolResult(res *mcp.CallToolResult, complete bool, known *knownMeta) (data json.RawMessage, ok bool) {
+	if len(res.Content) != 1 || res.InputRequests != nil || res.RequestState != "" {
 		return nil, false
 	}
 	tc, ok := res.Content[0].(*mcp.TextContent)
@@ -266,12 +267,32 @@ func encodeToolResult(res *mcp.CallToolResult, complete bool) (data json.RawMess
 	default:
 		return nil, false
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, len(tc.Text)+len(tc.Text)/8+len(sc)+96))
-	buf.WriteString(`{"content":[{"type":"text","text":`)
-	if err := json.NewEncoder(buf).Encode(tc.Text); err != nil {
+	metaLen := 128 * len(res.Meta)
+	if known != nil && known.is(res.Meta) {
+		metaLen = len(known.data)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, len(tc.Text)+len(tc.Text)/8+len(sc)+metaLen+96))
+	enc := json.NewEncoder(buf) // escapes HTML, as json.Marshal does
+	buf.WriteByte('{')
+	switch {
+	case len(res.Meta) == 0: // omitempty
+	case known != nil && known.is(res.Meta):
+		buf.WriteString(`"_meta":`)
+		buf.Write(known.data)
+		buf.WriteByte(',')
+	default:
+		buf.WriteString(`"_meta":`)
+		if err := enc.Encode(res.Meta); err != nil {
+			return nil, false
+		}
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+		buf.WriteByte(',')
+	}
+	buf.WriteString(`"content":[{"type":"text","text":`)
+	if err := enc.Encode(tc.Text); err != nil {
 		return nil, false
 	}
-	buf.Truncate(buf.Len() - 1) // Encode's newline
+	buf.Truncate(buf.Len() - 1)
 	buf.WriteString(`}]`)
 	if sc != nil {
 		buf.WriteString(`,"structuredContent":`)
@@ -285,4 +306,28 @@ func encodeToolResult(res *mcp.CallToolResult, complete bool) (data json.RawMess
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), true
+}
+
+// knownMeta is the _meta of the sessionless protocol's results (the server's info,
+// which fastCall adds to each), encoded once.
+type knownMeta struct {
+	info *mcp.Implementation
+	data []byte // json.Marshal of mcp.Meta{MetaKeyServerInfo: info}
+}
+
+func newKnownMeta(info *mcp.Implementation) knownMeta {
+	data, err := json.Marshal(mcp.Meta{mcp.MetaKeyServerInfo: info})
+	if err != nil {
+		return knownMeta{}
+	}
+	return knownMeta{info: info, data: data}
+}
+
+// is reports whether m is the _meta k encodes: the server's info alone, this one.
+func (k *knownMeta) is(m mcp.Meta) bool {
+	if k.info == nil || len(m) != 1 {
+		return false
+	}
+	v, ok := m[mcp.MetaKeyServerInfo].(*mcp.Implementation)
+	return ok && v == k.info
 }

@@ -67,6 +67,10 @@ type Server struct {
 	sem  chan struct{}
 	res  *resources // resources.go: sessions as MCP resources
 
+	// infoMeta is the _meta {serverInfo: impl} of the sessionless protocol's results,
+	// encoded once (fast.go).
+	infoMeta knownMeta
+
 	// tools holds each tool's handler as registered with the SDK (addTool), for the
 	// calls LineTransport serves itself (fast.go). Written only by New.
 	tools map[string]mcp.ToolHandler
@@ -99,6 +103,7 @@ func New(svc session.Service, opts Options) *Server {
 	s.base, s.shutdown = context.WithCancel(context.Background())
 	s.res = newResources(s)
 	s.impl = &mcp.Implementation{Name: "ptyhub", Title: "ptyhub", Version: opts.Version}
+	s.infoMeta = newKnownMeta(s.impl)
 	s.mcp = mcp.NewServer(s.impl,
 		&mcp.ServerOptions{
 			Instructions: instructions,
