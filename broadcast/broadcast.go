@@ -321,10 +321,9 @@ func (h *Hub) notifyAt(off int64, flush bool) <-chan struct{} {
 }
 
 // Flush wakes every NotifyBatch waiter, whatever its boundary (not the NotifyBoundary
-// ones). The producer calls it when
-// it has nothing more to write for now (it is about to wait for input), so that readers
-// woken per batch see the end of a burst at once rather than when more output comes. It
-// costs an atomic load when nobody waits for a batch.
+// ones). The producer calls it when it has nothing more to write for now (it is about to
+// wait for input), so that readers woken per batch see the end of a burst at once rather
+// than when more output comes. It costs an atomic load when no NotifyBatch waiter waits.
 func (h *Hub) Flush() {
 	if h.nat.Load() == 0 {
 		return
