@@ -584,10 +584,10 @@ func (r *recorder) run() {
 		// In a flood the run waits for the next batch boundary only
 		// (broadcast.Hub.NotifyBoundary), not for the reader's Flush: the reader finds the
 		// terminal empty every ~50-100 KiB of a flood, and a wake at each of those cost a
-		// thread wake-up and a round about four times as often as the batches. What the reader
-		// wrote after a Flush that no boundary follows (the flood stopped) waits in the
-		// ring, held, for at most floodLag, then is written, and a small round that finds
-		// the output quiet ends the run.
+		// thread wake-up and a round about four times as often as the batches. What the
+		// reader wrote after a Flush that no boundary follows (the flood stopped) waits in
+		// the ring, held, for at most floodLag, then is written, and a small round that
+		// finds the output quiet ends the run.
 		wasFlood := flood
 		flood = !ended && round > floodRound
 		switch {
