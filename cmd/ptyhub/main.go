@@ -47,7 +47,9 @@ func main() {
 // printsOnly reports whether args name a command that only prints and returns (the
 // version, the help): it runs without signalContext, whose signal.Notify costs every
 // start two threads (the runtime's signal loop blocks one) and ~20 page faults. A signal
-// then has its default effect, which for a process that waits on nothing is the same.
+// then has its default effect: for a process that waits on nothing, the same end, except
+// that a stdout closed before the text is written ends it by SIGPIPE (as it ends cat or
+// ls) instead of a write error it would ignore.
 func printsOnly(args []string) bool {
 	if len(args) == 0 {
 		return true
