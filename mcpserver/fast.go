@@ -244,10 +244,10 @@ func encodeResult(res mcp.Result, complete bool, known *knownMeta) (json.RawMess
 // returns (addTool): its _meta (the server's info for a call of the sessionless
 // protocol) or none, one text content, the structured content as JSON of its own
 // (json.Marshal's, as addTool makes it: compact with HTML escaped, as the SDK's
-// encoding of the result would leave it) or none, isError, nothing else. The bytes are the SDK's: its
-// CallToolResult.MarshalJSON writes the fields in this order, and every string with
-// HTML escaped (json.Marshal). ok false: a result of another shape, for encodeResult's
-// general path.
+// encoding of the result would leave it) or none, isError, nothing else. The bytes
+// are the SDK's: its CallToolResult.MarshalJSON writes the fields in this order, and
+// every string with HTML escaped (json.Marshal). ok false: a result of another shape,
+// for encodeResult's general path.
 func encodeToolResult(res *mcp.CallToolResult, complete bool, known *knownMeta) (data json.RawMessage, ok bool) {
 	if len(res.Content) != 1 || res.InputRequests != nil || res.RequestState != "" {
 		return nil, false

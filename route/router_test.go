@@ -330,7 +330,7 @@ func TestRouterWatchQuietPeerNoGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	fewest := ^uint64(0)
-	for range 5 { // the fewest of a few rounds: another test's goroutine may end meanwhile
+	for range 5 { // the fewest of a few rounds: another goroutine may start meanwhile
 		go local.set(nil, session.WatchSession{SessionID: "1", State: session.StateExited})
 		before := goroutinesCreated()
 		next, err := r.Watch(ctx, session.WatchRequest{Since: res.Generation})

@@ -54,7 +54,8 @@
 // run one killer per session and wait for them. Per manager: watchReaper waits for the
 // reaper's death (it ends with the reaper), and the registry's sweep of stale entries
 // ends after one pass. Per process: heldExits' goroutine waits for held leaders' exits;
-// it runs while at least one is watched and ends when the last one left the set.
+// it starts with the first one watched and ends once the set has stayed empty for
+// heldLinger (a timer closes the set).
 //
 // A call never waits past its deadline on a goroutine of the session: collect (the
 // follow loop in follow.go, its reading in collect.go, its decisions in the decider) is

@@ -5,6 +5,7 @@ package session
 import (
 	"os"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -18,14 +19,22 @@ import (
 var heldExits heldWatch
 
 // heldWatch is an epoll set of held leaders' pidfds. Its goroutine (run) is owned by
-// the watch and runs while the set is not empty: the first add starts it, and it ends
-// once the last pidfd left the set (its leader exited, or the session stopped watching).
+// the watch and runs while the set exists: the first add makes the set and starts it,
+// and it ends once the set has stayed empty for heldLinger (its leaders exited, or
+// their sessions stopped watching), when the set is closed. Sessions started one after
+// another (an agent's commands) share one set and one goroutine instead of each making
+// and closing its own.
 type heldWatch struct {
 	mu    sync.Mutex // guards the fields below; a leaf of the lock order (doc.go)
-	ep    *os.File   // the epoll fd; nil while the set is empty
+	ep    *os.File   // the epoll fd; nil while there is no set
 	waits map[int32]heldEntry
-	gen   int32 // the last entry's generation
+	gen   int32       // the last entry's generation
+	idle  *time.Timer // closes the set once it stayed empty for heldLinger (closeIdle)
 }
+
+// heldLinger is how long the set of held leaders stays open once empty. A variable for
+// tests.
+var heldLinger = 30 * time.Second
 
 // heldEntry is a watched pidfd's session. gen tells it from an earlier entry of the same
 // fd number (closed and reused while the goroutine held an event for it): the epoll
@@ -88,17 +97,37 @@ func (w *heldWatch) dropLocked(fd int32) {
 	unix.Close(int(fd))
 }
 
-// closeIfEmptyLocked closes the epoll fd once the set is empty, which ends the
-// goroutine's wait. w.mu must be held.
+// closeIfEmptyLocked arranges for the epoll fd to be closed once the set has stayed
+// empty for heldLinger, which ends the goroutine's wait. w.mu must be held.
 func (w *heldWatch) closeIfEmptyLocked() {
-	if len(w.waits) == 0 {
-		w.ep.Close()
-		w.ep, w.waits = nil, nil
+	if w.ep == nil || len(w.waits) != 0 {
+		return
+	}
+	if w.idle == nil {
+		w.idle = time.AfterFunc(heldLinger, w.closeIdle)
+	} else {
+		w.idle.Reset(heldLinger) // a timer that already ran runs again
 	}
 }
 
+// closeIdle closes the set if it is (still, or again) empty.
+func (w *heldWatch) closeIdle() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ep != nil && len(w.waits) == 0 {
+		w.closeLocked()
+	}
+}
+
+// closeLocked closes the epoll fd, which ends the goroutine's wait. w.mu must be held.
+func (w *heldWatch) closeLocked() {
+	w.ep.Close()
+	w.ep, w.waits = nil, nil
+}
+
 // run is the watch's goroutine for the epoll fd ep: it tells each session whose leader
-// exited. It ends when ep is closed (the set became empty).
+// exited. It ends when ep is closed (the set stayed empty for heldLinger, or could
+// not be waited for).
 func (w *heldWatch) run(ep *os.File) {
 	rc, err := ep.SyscallConn()
 	if err != nil {
@@ -145,7 +174,7 @@ func (w *heldWatch) abandon(ep *os.File) {
 			w.dropLocked(fd)
 			left = append(left, e.s)
 		}
-		w.closeIfEmptyLocked()
+		w.closeLocked()
 	}
 	w.mu.Unlock()
 	for _, s := range left {
