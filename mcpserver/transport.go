@@ -129,11 +129,11 @@ type lineConn struct {
 	pending map[int64]json.RawMessage // our id → the client's raw id
 	byRaw   map[string]int64          // the client's raw id → our id
 
-	// The calls the transport serves itself (LineTransport.calls): each runs in a
-	// goroutine of its own, counted in served, and ends when its handler returns (its
-	// context is cancelled by the client's notifications/cancelled). fast holds the
-	// cancel function of each one running, by our id (under mu); such a call is in
-	// pending too, so the input's end waits for its answer.
+	// The calls the transport serves itself (LineTransport.calls): each runs on the
+	// goroutine that read it (readLoop), counted in served, and ends when its handler
+	// returns (its context is cancelled by the client's notifications/cancelled). fast
+	// holds the cancel function of each one running, by our id (under mu); such a call
+	// is in pending too, so the input's end waits for its answer.
 	calls     func(params json.RawMessage) (run func(context.Context) (json.RawMessage, error), ok bool)
 	fast      map[int64]context.CancelFunc
 	served    sync.WaitGroup

@@ -61,13 +61,16 @@ type recorder struct {
 	// about to wait for output, see markQuiet): a run caught up with the output then ends.
 	running  bool
 	quiet    bool
-	events   []recEvent
-	queued   int   // bytes of input data in events
-	dropped  int64 // input bytes not queued because the recorder fell behind
 	stopping bool
+	inputSet bool // inputT is set (see queue); beside the other bools, in one word
+	events   []recEvent
+	queued   int    // bytes of input data in events
+	dropped  int64  // input bytes not queued because the recorder fell behind
 	failed   string // why the transcript could not be created or stopped ("" while it records)
 	finished bool   // the goroutine is done with the transcript
 	removed  bool   // the session left the manager: release once finished
+	// inputT pokes the goroutine for input no output followed (see queue).
+	inputT *time.Timer
 
 	onRelease   func()
 	releaseOnce sync.Once
@@ -291,7 +294,15 @@ func (r *recorder) markQuiet() {
 	r.mu.Unlock()
 }
 
-// queue hands an event to the goroutine.
+// inputLag bounds how long an input event waits in the queue for a run to take it. Input
+// does not start a run of its own: the program's answer (its echo, at least) starts one
+// within microseconds, which writes the input and the output together; a program that
+// prints nothing gets its input recorded inputLag later.
+const inputLag = 20 * time.Millisecond
+
+// queue hands an event to the goroutine: a resize or exit wakes it (or starts a run) at
+// once, an input event at the next output's kick or inputLag later, whichever comes
+// first.
 func (r *recorder) queue(ev recEvent) {
 	ev.t = time.Now()
 	ev.at = r.s.hub.End()
@@ -306,6 +317,16 @@ func (r *recorder) queue(ev recEvent) {
 		r.queued += len(ev.data)
 	}
 	r.events = append(r.events, ev)
+	if ev.code == 'i' || ev.code == 'h' {
+		if r.inputT == nil {
+			r.inputT = time.AfterFunc(inputLag, r.poke)
+		} else if !r.inputSet {
+			r.inputT.Reset(inputLag)
+		}
+		r.inputSet = true
+		r.mu.Unlock()
+		return
+	}
 	r.mu.Unlock()
 	r.poke()
 }
@@ -450,6 +471,10 @@ func (r *recorder) takeEvents() (evs []recEvent, dropped int64, stopping bool) {
 	defer r.mu.Unlock()
 	evs, r.events, r.queued = r.events, nil, 0
 	dropped, r.dropped = r.dropped, 0
+	if r.inputSet {
+		r.inputT.Stop() // if it fired already, its poke finds nothing to do
+		r.inputSet = false
+	}
 	return evs, dropped, r.stopping
 }
 
@@ -472,7 +497,8 @@ func (r *recorder) writeEvent(ev recEvent) {
 // (first, started by startRecorder) creates the files. A run ends once it has caught up
 // with the output and the events and the reader found nothing more to read (markQuiet;
 // in a flood it waits per batch instead): the reader's next Write (kick), an event
-// (poke) or a Write that waits for room (the hub's HoldWake) starts the next, so an idle
+// (poke; input at the next output or inputLag later, see queue) or a Write that waits
+// for room (the hub's HoldWake) starts the next, so an idle
 // session has no recorder goroutine. The last run stops once the output has ended (hub
 // closed and read) and the exit is known or stop was called; it then closes the
 // transcript and closes done.

@@ -234,3 +234,69 @@ func TestRecorderRunStaysForAStop(t *testing.T) {
 		t.Fatal("a run caught up with quiet output did not end")
 	}
 }
+
+// TestRecorderInputWaitsForOutput: typed input does not start a recorder run of its own
+// (the program's answer starts one, which writes both); a program that prints nothing
+// still gets its input into the transcript, inputLag later, while it runs.
+func TestRecorderInputWaitsForOutput(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	m, err := NewManager(Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	y := int64(20000)
+	res, err := m.NewClient("t").Exec(context.Background(), ExecRequest{Cmd: "stty -echo; exec cat >/dev/null", YieldTimeMs: &y})
+	if err != nil || res.ReturnedBecause != BecauseWaitingForInput {
+		t.Fatalf("cat: %+v, %v", res, err)
+	}
+	s, err := m.lookup(res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.rec
+	<-r.ready
+	idle := func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return !r.running && len(r.events) == 0
+	}
+	for deadline := time.Now().Add(time.Minute); !idle(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the recorder never went idle beside a silent program")
+		}
+	}
+	// A descheduled test can let inputLag pass between the input and the look once, not
+	// every time.
+	waited := false
+	for i := 0; i < 20 && !waited; i++ {
+		t0 := time.Now()
+		r.input(fmt.Appendf(nil, "typed %d\n", i), false)
+		r.mu.Lock()
+		running, queued := r.running, len(r.events)
+		r.mu.Unlock()
+		if time.Since(t0) < inputLag {
+			if running || queued == 0 {
+				t.Fatalf("input started a recorder run at once (running %v, %d events queued)", running, queued)
+			}
+			waited = true
+		}
+	}
+	if !waited {
+		t.Fatal("inputLag passed between every input and the look")
+	}
+	dir, _ := transcript.SessionsDir(state)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		data, _ := os.ReadFile(transcript.Path(dir, res.UUID))
+		if strings.Contains(string(data), `"i", "typed 0\n"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the input to a program that prints nothing never reached the transcript: %s", data)
+		}
+	}
+	if s.isExited() {
+		t.Error("cat ended")
+	}
+}
