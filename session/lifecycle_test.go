@@ -113,3 +113,31 @@ func TestExecYieldOpensAfterSlowStart(t *testing.T) {
 		t.Errorf("exec after a start slower than its window: state %s, because %s, output %q; want it exited 3 with its output", r.State, r.ReturnedBecause, r.Output)
 	}
 }
+
+// kill_session with a signal that ends the leader says it exited, and how, even when the
+// report of the exit takes longer than the wait for the signal's effect (a loaded
+// machine: the reaper's report and the exit path are late).
+func TestSignalResultWaitsForALateExitReport(t *testing.T) {
+	t.Parallel()
+	m, err := NewManager(Options{NoRecord: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	// The late report itself, not a synchronisation: the exit path starts twice the
+	// signal's settle after the leader died.
+	m.holdExit = func() { time.Sleep(2 * signalSettle) }
+	c := m.NewClient("t")
+	y := int64(0)
+	r, err := c.Exec(context.Background(), ExecRequest{Argv: []string{"sleep", "60"}, YieldTimeMs: &y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := c.Kill(context.Background(), KillRequest{SessionID: r.SessionID, Signal: "TERM"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.State != StateExited || k.Signal != "SIGTERM" {
+		t.Errorf("kill_session TERM of sleep: state %s, signal %q; want exited by SIGTERM", k.State, k.Signal)
+	}
+}

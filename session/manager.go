@@ -76,6 +76,9 @@ type Manager struct {
 	// floodLag is how long a flood's last output may wait for the recorder (0: the
 	// constant floodLag); set by tests only.
 	floodLag time.Duration
+	// holdExit, when set (by tests only), runs at the start of each session's exit path:
+	// it stands for an exit report that a loaded machine delays.
+	holdExit func()
 
 	// mu guards the fields below. Lock order (doc.go): after collectMu and Client.mu;
 	// before Session.mu and registry.mu.

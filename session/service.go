@@ -758,11 +758,18 @@ func (s *Session) liveGroup(pgid int) bool {
 // signalSettle bounds how long kill_session with a signal waits for the signal's effect.
 const signalSettle = 500 * time.Millisecond
 
+// signalReport bounds how long kill_session, once the signalled leader is seen dead,
+// waits for its exit to be reported (the reaper's report and the session's exit path),
+// so that the result says how it ended. That takes well under a millisecond on an idle
+// machine, and can take longer than signalSettle on a loaded one.
+const signalReport = 5 * time.Second
+
 // settle waits until the signalled process group pgid has had the signal's effect, at
-// most bound: the session exited, or pgid (not the leader's own group) is gone. A
-// group that catches or ignores the signal uses the whole bound. The group is looked
-// at every millisecond: nothing notifies the end of a process that is not ours to wait
-// for.
+// most bound: the session exited, or pgid (not the leader's own group) is gone. When
+// pgid is the leader's group and the leader is seen dead, it then waits for the exit's
+// report, at most signalReport more. A group that catches or ignores the signal uses
+// the whole bound. The group is looked at every millisecond: nothing notifies the end of
+// a process that is not ours to wait for.
 func (s *Session) settle(pgid int, bound time.Duration) {
 	deadline := time.NewTimer(bound)
 	defer deadline.Stop()
@@ -775,7 +782,20 @@ func (s *Session) settle(pgid int, bound time.Duration) {
 		case <-deadline.C:
 			return
 		case <-tick.C:
-			if pgid != s.pid && syscall.Kill(-pgid, 0) == syscall.ESRCH {
+			if pgid != s.pid {
+				if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+					return
+				}
+				continue
+			}
+			if p, err := proc.Stat(s.pid); err != nil || p.Dead() {
+				// The signal had its effect; the report of the exit follows.
+				report := time.NewTimer(signalReport)
+				defer report.Stop()
+				select {
+				case <-s.exited:
+				case <-report.C:
+				}
 				return
 			}
 		}

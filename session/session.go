@@ -521,6 +521,9 @@ func (s *Session) startJob(job *writeJob) {
 // leader's end is known (no goroutine of the session waits for it meanwhile). Owned by
 // the session; ends after teardown.
 func (s *Session) waitExit() {
+	if s.m.holdExit != nil {
+		s.m.holdExit()
+	}
 	s.unwatchHeld()
 	var e reaper.Exit
 	switch s.endHow {
