@@ -167,7 +167,11 @@ func TestRemoteSSHCLI(t *testing.T) {
 	s := rmStartSSHD(t)
 	h := s.hub(t)
 
-	out := h.ok("--host", s.url, "exec", "-c", "echo hi-$((40+2)); pwd")
+	// The first exec waits as long as the command takes (it returns at the exit): bash -c
+	// over ssh, with SSH_CLIENT set and SHLVL 0, reads the host's ~/.bashrc (Debian's
+	// bash does), and a heavy one (pyenv init on a loaded machine) takes 5-10 s and more
+	// before the command runs.
+	out := h.ok("--host", s.url, "exec", "--yield", "2m", "-c", "echo hi-$((40+2)); pwd")
 	if !strings.Contains(out, "hi-42") || !strings.Contains(out, s.home) || strings.Contains(out, "my proj") {
 		t.Errorf("exec over ssh printed:\n%s\nwant hi-42 and the remote home %s", out, s.home)
 	}
