@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -130,7 +131,7 @@ func decodeCallParams(params json.RawMessage) (p *mcp.CallToolParamsRaw, triple,
 				return nil, false, false
 			}
 			if _, ok := p.Meta[mcp.MetaKeyProtocolVersion]; ok {
-				if !validTriple(v, p.Meta) {
+				if !validTripleOnce(v, p.Meta) {
 					return nil, false, false
 				}
 				triple = true
@@ -143,6 +144,24 @@ func decodeCallParams(params json.RawMessage) (p *mcp.CallToolParamsRaw, triple,
 		return nil, false, false
 	}
 	return p, triple, true
+}
+
+// lastTriple is the last per-call _meta validTriple found valid. A client sends the same
+// one with every call, and validity depends on its bytes alone, so checking it again is
+// skipped when the bytes are the same (one comparison instead of three decodings).
+var lastTriple atomic.Pointer[string]
+
+// validTripleOnce is validTriple, remembered for the last valid _meta (lastTriple).
+func validTripleOnce(raw json.RawMessage, meta map[string]any) bool {
+	if last := lastTriple.Load(); last != nil && *last == string(raw) {
+		return true
+	}
+	if !validTriple(raw, meta) {
+		return false
+	}
+	s := string(raw)
+	lastTriple.Store(&s)
+	return true
 }
 
 // validTriple reports whether a call's _meta (raw, and decoded as meta) carries a

@@ -322,3 +322,39 @@ func TestFastPathConcurrent(t *testing.T) {
 		t.Errorf("responses for ids %v, want 1 and 2", got)
 	}
 }
+
+// A client's per-call _meta triple, the same bytes at every call, is checked once: the
+// calls after the first decode it once (into the params' Meta), not three times; a
+// different triple is checked again, and an invalid one after a valid one is refused.
+func TestTripleCheckedOnce(t *testing.T) {
+	valid := `{"name":"list_sessions","_meta":{` + triple + `},"arguments":{}}`
+	if _, tr, ok := decodeCallParams(json.RawMessage(valid)); !ok || !tr {
+		t.Fatalf("the Go client's triple: ok %v, triple %v; want both", ok, tr)
+	}
+	for _, bad := range []string{
+		`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":5}},"arguments":{}}`,
+		`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}},"arguments":{}}`,
+	} {
+		if _, _, ok := decodeCallParams(json.RawMessage(bad)); ok {
+			t.Errorf("an invalid triple after a valid one was taken: %s", bad)
+		}
+	}
+	other := strings.Replace(valid, `"name":"t"`, `"name":"u"`, 1)
+	if _, tr, ok := decodeCallParams(json.RawMessage(other)); !ok || !tr {
+		t.Errorf("another valid triple: ok %v, triple %v; want both", ok, tr)
+	}
+	if raceOn {
+		return // the race detector's own allocations
+	}
+	metaOnly := testing.AllocsPerRun(50, func() {
+		var m map[string]any
+		_ = json.Unmarshal([]byte(`{`+triple+`}`), &m)
+	})
+	call := testing.AllocsPerRun(50, func() { decodeCallParams(json.RawMessage(valid)) })
+	// The call's own decoding (its map of fields, the name, the params) is ~20
+	// allocations beyond the Meta map; checking the triple again adds its three
+	// decodings (~35 more).
+	if call > metaOnly+30 {
+		t.Errorf("a call with the same triple: %.0f allocations, the Meta map alone %.0f: the triple was checked again", call, metaOnly)
+	}
+}
