@@ -691,22 +691,16 @@ func TestNotifyBatchSmallRing(t *testing.T) {
 	}
 }
 
-// TestHoldLosesNothing: a holder that reads slowly, in small pieces, through a ring a
-// fraction of the stream's size, gets every byte in order and misses none, while an
-// ordinary reader that never reads is still skipped over, and the producer's writes —
-// some larger than the ring — all complete.
-func TestHoldLosesNothing(t *testing.T) {
-	const retain = 4 << 10
-	h := New(retain)
-	if err := h.Hold(0); err != nil {
-		t.Fatal(err)
-	}
-	want := make([]byte, 64*retain)
-	rng := rand.New(rand.NewPCG(1, 2))
+// produceRandom writes n random bytes into h (from src) in writes of 1 to 3×retain
+// bytes, some larger than the ring, on a goroutine owned by the test that ends with
+// h.Close, and returns the bytes it writes.
+func produceRandom(t *testing.T, h *Hub, n, retain int, src rand.Source) []byte {
+	want := make([]byte, n)
+	rng := rand.New(src)
 	for i := range want {
 		want[i] = byte(rng.Uint32())
 	}
-	go func() { // the producer: owned by the test, ends with Close
+	go func() {
 		for p := want; len(p) > 0; {
 			k := min(len(p), 1+rng.IntN(3*retain))
 			if _, err := h.Write(p[:k]); err != nil {
@@ -717,6 +711,20 @@ func TestHoldLosesNothing(t *testing.T) {
 		}
 		h.Close()
 	}()
+	return want
+}
+
+// TestHoldLosesNothing: a holder that reads slowly, in small pieces, through a ring a
+// fraction of the stream's size, gets every byte in order and misses none, while an
+// ordinary reader that never reads is still skipped over, and the producer's writes —
+// some larger than the ring — all complete.
+func TestHoldLosesNothing(t *testing.T) {
+	const retain = 4 << 10
+	h := New(retain)
+	if err := h.Hold(0); err != nil {
+		t.Fatal(err)
+	}
+	want := produceRandom(t, h, 64*retain, retain, rand.NewPCG(1, 2))
 	var got []byte
 	buf := make([]byte, 300)
 	off := int64(0)
@@ -757,22 +765,7 @@ func TestHeldViewLosesNothing(t *testing.T) {
 	if err := h.Hold(0); err != nil {
 		t.Fatal(err)
 	}
-	want := make([]byte, 64*retain)
-	rng := rand.New(rand.NewPCG(3, 4))
-	for i := range want {
-		want[i] = byte(rng.Uint32())
-	}
-	go func() { // the producer: owned by the test, ends with Close
-		for p := want; len(p) > 0; {
-			k := min(len(p), 1+rng.IntN(3*retain))
-			if _, err := h.Write(p[:k]); err != nil {
-				t.Errorf("write: %v", err)
-				return
-			}
-			p = p[k:]
-		}
-		h.Close()
-	}()
+	want := produceRandom(t, h, 64*retain, retain, rand.NewPCG(3, 4))
 	var got []byte
 	off, wrapped := int64(0), 0
 	for {
