@@ -314,7 +314,11 @@ func (c *Client) send(f *frame) error {
 	return writeFrame(c.c, f)
 }
 
-// call sends one request and decodes its reply into out.
+// call sends one request and decodes its reply into out. When ctx ends first, the
+// request is cancelled on the server: a reply the server had already made is kept (what
+// the call did, such as a session it started, is not lost), and an error it answers with
+// is ctx's own error, as a cancelled call of the in-process manager returns (callers
+// tell "I stopped it" from a failure with errors.Is(err, context.Canceled)).
 func (c *Client) call(ctx context.Context, op string, req, out any) error {
 	var body json.RawMessage
 	if req != nil {
@@ -342,6 +346,7 @@ func (c *Client) call(ctx context.Context, op string, req, out any) error {
 		return fmt.Errorf("%w: %v", ErrConnLost, err)
 	}
 	var f *frame
+	cancelled := false
 	select {
 	case f = <-ch:
 	case <-c.done:
@@ -354,8 +359,12 @@ func (c *Client) call(ctx context.Context, op string, req, out any) error {
 		case <-c.done:
 			return c.lostErr()
 		}
+		cancelled = true
 	}
 	if f.Error != nil {
+		if cancelled {
+			return ctx.Err()
+		}
 		return fromWire(f.Error)
 	}
 	if out == nil {

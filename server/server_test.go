@@ -125,6 +125,28 @@ func TestClientService(t *testing.T) {
 	}
 }
 
+// A call the caller cancels returns the caller's context error, as the in-process
+// manager's does (a router tells a member it stopped from one that failed by it), not the
+// server's answer to the cancel.
+func TestClientCancelledCallIsCanceled(t *testing.T) {
+	t.Parallel()
+	sock := svServe(t)
+	c, err := Dial(t.Context(), DialOptions{Socket: sock, Name: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Abandon()
+	w, err := c.Watch(t.Context(), session.WatchRequest{Since: ^uint64(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := c.Watch(ctx, session.WatchRequest{Since: w.Generation}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled Watch returned %v (%T), want context.Canceled", err, err)
+	}
+}
+
 // A frame over the limit and a connection that never says hello are dropped; the server
 // goes on serving others.
 func TestBadClients(t *testing.T) {
