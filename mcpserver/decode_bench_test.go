@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -13,28 +14,30 @@ import (
 // kill_session of its session), validated against their schemas and decoded, as every
 // call's arguments are.
 func BenchmarkDecodeArguments(b *testing.B) {
-	exec := resolvedFor[session.ExecRequest](b)
-	kill := resolvedFor[session.KillRequest](b)
+	exec, execPlan := resolvedFor[session.ExecRequest](b)
+	kill, killPlan := resolvedFor[session.KillRequest](b)
 	execArgs := json.RawMessage(`{"argv":["/bin/true"],"yield_time_ms":30000}`)
 	killArgs := json.RawMessage(`{"session_id":"0196a7c4-0b5e-7f3a-9c1d-2e4f6a8b0c1d","remove":true}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := decodeArguments[session.ExecRequest](exec, execArgs); err != nil {
+		if _, err := decodeArguments[session.ExecRequest](execPlan, exec, execArgs); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := decodeArguments[session.KillRequest](kill, killArgs); err != nil {
+		if _, err := decodeArguments[session.KillRequest](killPlan, kill, killArgs); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-func resolvedFor[T any](tb testing.TB) *jsonschema.Resolved {
+// resolvedFor returns T's input schema, resolved, and its plan, as addTool makes them.
+func resolvedFor[T any](tb testing.TB) (*jsonschema.Resolved, *argPlan) {
 	tb.Helper()
-	r, err := inputSchema[T]().Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	s := inputSchema[T]()
+	r, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return r
+	return r, newArgPlan(s, reflect.TypeFor[T]())
 }
 
 // goClientMeta is the _meta of every call of the Go SDK's client (v1.8.0) as it writes
