@@ -1,5 +1,7 @@
 package mcpserver
 
+import "bytes"
+
 // A scanner over JSON already known to be valid (the transport checks every line with
 // json.Valid before anything reads it): it finds the members of an object and the
 // elements of an array without decoding them, so that a call's params and arguments can
@@ -81,6 +83,13 @@ func elements(data []byte, f func(value []byte) bool) bool {
 			return false
 		}
 	}
+}
+
+// plainString reports whether the JSON value v is a string without escapes: its bytes
+// between the quotes are the string itself (as encoding/json decodes it when they are
+// valid UTF-8).
+func plainString(v []byte) bool {
+	return len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && bytes.IndexByte(v[1:len(v)-1], '\\') < 0
 }
 
 func skipSpace(data []byte, i int) int {
