@@ -104,12 +104,21 @@ func (s *Server) fastCall(ss *mcp.ServerSession, params json.RawMessage) (run fu
 }
 
 // decodeCallParams decodes a tools/call's params when they hold only what the fast path
-// serves (see above). triple reports a call of the sessionless protocol.
+// serves (see above). triple reports a call of the sessionless protocol. The params of
+// the common call are read by scanCallParams, without a map; any others as JSON.
 func decodeCallParams(params json.RawMessage) (p *mcp.CallToolParamsRaw, triple, ok bool) {
 	params = bytes.TrimSpace(params)
 	if len(params) == 0 || params[0] != '{' || deeperThan(params, maxParamsDepth) {
 		return nil, false, false
 	}
+	if p, triple, ok, sure := scanCallParams(params); sure {
+		return p, triple, ok
+	}
+	return decodeCallParamsJSON(params)
+}
+
+// decodeCallParamsJSON is decodeCallParams for any params, decoded as JSON.
+func decodeCallParamsJSON(params json.RawMessage) (p *mcp.CallToolParamsRaw, triple, ok bool) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(params, &m) != nil {
 		return nil, false, false
@@ -127,14 +136,11 @@ func decodeCallParams(params json.RawMessage) (p *mcp.CallToolParamsRaw, triple,
 			}
 			p.Arguments = v
 		case "_meta":
-			if len(v) == 0 || v[0] != '{' || json.Unmarshal(v, &p.Meta) != nil {
+			if len(v) == 0 || v[0] != '{' {
 				return nil, false, false
 			}
-			if _, ok := p.Meta[mcp.MetaKeyProtocolVersion]; ok {
-				if !validTripleOnce(v, p.Meta) {
-					return nil, false, false
-				}
-				triple = true
+			if p.Meta, triple, ok = decodeMeta(v); !ok {
+				return nil, false, false
 			}
 		default:
 			return nil, false, false
@@ -146,23 +152,108 @@ func decodeCallParams(params json.RawMessage) (p *mcp.CallToolParamsRaw, triple,
 	return p, triple, true
 }
 
-// lastTriple is the last per-call _meta validTriple found valid. A client sends the same
-// one with every call, and validity depends on its bytes alone, so checking it again is
-// skipped when the bytes are the same (one comparison instead of three decodings).
-var lastTriple atomic.Pointer[string]
-
-// validTripleOnce is validTriple, remembered for the last valid _meta (lastTriple).
-func validTripleOnce(raw json.RawMessage, meta map[string]any) bool {
-	if last := lastTriple.Load(); last != nil && *last == string(raw) {
+// scanCallParams is decodeCallParams for params (a JSON object) whose keys are written
+// without escapes, each once, and whose name, if a string, is printable ASCII without
+// escapes: it finds the members without decoding them (members). sure false: params of
+// another kind, which decodeCallParams decodes as JSON (a key twice, where the last one
+// counts; a key or name with escapes).
+func scanCallParams(params []byte) (p *mcp.CallToolParamsRaw, triple, ok, sure bool) {
+	var name, args, meta []byte
+	unknown := false
+	if !members(params, func(k, v []byte) bool {
+		var field *[]byte
+		switch string(k) {
+		case "name":
+			field = &name
+		case "arguments":
+			field = &args
+		case "_meta":
+			field = &meta
+		default:
+			if bytes.IndexByte(k, '\\') >= 0 {
+				return false
+			}
+			unknown = true
+			return true
+		}
+		if *field != nil {
+			return false // twice
+		}
+		*field = v
 		return true
+	}) {
+		return nil, false, false, false
 	}
-	if !validTriple(raw, meta) {
-		return false
+	if unknown || name == nil {
+		return nil, false, false, true
 	}
-	s := string(raw)
-	lastTriple.Store(&s)
+	if name[0] != '"' || args != nil && args[0] != '{' || meta != nil && meta[0] != '{' {
+		return nil, false, false, true
+	}
+	if !plainString(name) || !printableASCII(name) {
+		return nil, false, false, false
+	}
+	p = &mcp.CallToolParamsRaw{Name: string(name[1 : len(name)-1])}
+	if args != nil {
+		// A copy: the call outlives the buffer params may be read from.
+		p.Arguments = bytes.Clone(args)
+	}
+	if meta != nil {
+		if p.Meta, triple, ok = decodeMeta(meta); !ok {
+			return nil, false, false, true
+		}
+	}
+	return p, triple, true, true
+}
+
+func printableASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x7f {
+			return false
+		}
+	}
 	return true
 }
+
+// metaMemo is a call's _meta as decodeMeta decoded it: its bytes, the map, and whether
+// it carries the sessionless protocol's triple.
+type metaMemo struct {
+	raw    string
+	meta   mcp.Meta
+	triple bool
+}
+
+// lastMeta is the last _meta decodeMeta accepted that holds no progress token. A client
+// sends the same one with every call (the Go SDK's: its protocol version, info and
+// capabilities), and what decodeMeta makes of it depends on its bytes alone, so a call
+// whose _meta has the same bytes gets the same map, decoded and checked once. Its map
+// is shared by those calls: no one writes it (a tool reads its progress token only).
+var lastMeta atomic.Pointer[metaMemo]
+
+// decodeMeta decodes a call's _meta (a JSON object) for the fast path: ok false when it
+// does not decode, or carries a triple the fast path does not serve (validTriple).
+func decodeMeta(raw []byte) (meta mcp.Meta, triple, ok bool) {
+	if last := lastMeta.Load(); last != nil && last.raw == string(raw) {
+		return last.meta, last.triple, true
+	}
+	if json.Unmarshal(raw, &meta) != nil {
+		return nil, false, false
+	}
+	if _, ok := meta[mcp.MetaKeyProtocolVersion]; ok {
+		if !validTriple(raw, meta) {
+			return nil, false, false
+		}
+		triple = true
+	}
+	if _, ok := meta[progressTokenKey]; !ok {
+		// A progress token changes at each call: such a _meta is not kept.
+		lastMeta.Store(&metaMemo{raw: string(raw), meta: meta, triple: triple})
+	}
+	return meta, triple, true
+}
+
+// progressTokenKey is the _meta key of a call's progress token.
+const progressTokenKey = "progressToken"
 
 // validTriple reports whether a call's _meta (raw, and decoded as meta) carries a
 // sessionless protocol triple the SDK accepts as it is: a version of that protocol the

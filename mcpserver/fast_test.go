@@ -2,10 +2,12 @@ package mcpserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -323,25 +325,32 @@ func TestFastPathConcurrent(t *testing.T) {
 	}
 }
 
-// A client's per-call _meta triple, the same bytes at every call, is checked once: the
-// calls after the first decode it once (into the params' Meta), not three times; a
-// different triple is checked again, and an invalid one after a valid one is refused.
-func TestTripleCheckedOnce(t *testing.T) {
+// A client's per-call _meta, the same bytes at every call, is decoded and checked once:
+// the calls after the first allocate less than decoding it would; a different triple
+// is checked again, an invalid one after a valid one is refused, and a _meta that does
+// not decode still leaves the call to the SDK.
+func TestMetaDecodedOnce(t *testing.T) {
 	valid := `{"name":"list_sessions","_meta":{` + triple + `},"arguments":{}}`
-	if _, tr, ok := decodeCallParams(json.RawMessage(valid)); !ok || !tr {
+	first, tr, ok := decodeCallParams(json.RawMessage(valid))
+	if !ok || !tr {
 		t.Fatalf("the Go client's triple: ok %v, triple %v; want both", ok, tr)
 	}
 	for _, bad := range []string{
 		`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":5}},"arguments":{}}`,
 		`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}},"arguments":{}}`,
+		`{"name":"list_sessions","_meta":{` + triple + `,"x":1e400},"arguments":{}}`,
 	} {
 		if _, _, ok := decodeCallParams(json.RawMessage(bad)); ok {
-			t.Errorf("an invalid triple after a valid one was taken: %s", bad)
+			t.Errorf("an invalid _meta after a valid one was taken: %s", bad)
 		}
 	}
 	other := strings.Replace(valid, `"name":"t"`, `"name":"u"`, 1)
 	if _, tr, ok := decodeCallParams(json.RawMessage(other)); !ok || !tr {
 		t.Errorf("another valid triple: ok %v, triple %v; want both", ok, tr)
+	}
+	again, tr, ok := decodeCallParams(json.RawMessage(valid))
+	if !ok || !tr || !reflect.DeepEqual(again.Meta, first.Meta) {
+		t.Errorf("the first triple again: ok %v, triple %v, _meta %v; want %v", ok, tr, again.Meta, first.Meta)
 	}
 	if raceOn {
 		return // the race detector's own allocations
@@ -351,10 +360,96 @@ func TestTripleCheckedOnce(t *testing.T) {
 		_ = json.Unmarshal([]byte(`{`+triple+`}`), &m)
 	})
 	call := testing.AllocsPerRun(50, func() { decodeCallParams(json.RawMessage(valid)) })
-	// The call's own decoding (its map of fields, the name, the params) is ~20
-	// allocations beyond the Meta map; checking the triple again adds its three
-	// decodings (~35 more).
-	if call > metaOnly+30 {
-		t.Errorf("a call with the same triple: %.0f allocations, the Meta map alone %.0f: the triple was checked again", call, metaOnly)
+	if call >= metaOnly || call > 6 {
+		t.Errorf("a call with the same _meta: %.0f allocations, decoding the _meta alone %.0f: it was decoded again", call, metaOnly)
 	}
+}
+
+// callParamsCases are tools/call params of every shape the fast path meets.
+var callParamsCases = []string{
+	`{"name":"exec_command","arguments":{"argv":["/bin/true"]}}`,
+	`{"_meta":` + goClientMeta + `,"name":"kill_session","arguments":{"session_id":"1","remove":true}}`,
+	`{"_meta":{` + triple + `},"name":"list_sessions"}`,
+	` { "name" : "list_sessions" , "arguments" : { } } `,
+	`{"name":"list_sessions","arguments":null}`,
+	`{"name":"list_sessions","arguments":[]}`,
+	`{"name":"list_sessions","arguments":"x"}`,
+	`{"name":5,"arguments":{}}`,
+	`{"name":null}`,
+	`{"arguments":{}}`,
+	`{}`,
+	`{"Name":"list_sessions","arguments":{}}`,
+	`{"name":"list_sessions","arguments":{},"extra":1}`,
+	`{"name":"list_sessions","ext\u0072a":1}`,
+	`{"n\u0061me":"list_sessions"}`,
+	`{"name":"list_\u0073essions"}`,
+	`{"name":"list_sessions\u0000"}`,
+	"{\"name\":\"list_sessions\xff\"}",
+	`{"name":"list_sessionsé"}`,
+	`{"name":"a","name":"list_sessions"}`,
+	`{"name":5,"name":"list_sessions"}`,
+	`{"name":"list_sessions","arguments":{},"arguments":{"a":1}}`,
+	`{"name":"list_sessions","_meta":null}`,
+	`{"name":"list_sessions","_meta":[]}`,
+	`{"name":"list_sessions","_meta":{"progressToken":"tok"}}`,
+	`{"name":"list_sessions","_meta":{"progressToken":7}}`,
+	`{"name":"list_sessions","_meta":{"note":[1,2.5,"x"]}}`,
+	`{"name":"list_sessions","_meta":{"x":1e400}}`,
+	`{"name":"list_sessions","_meta":{},"_meta":{"x":1}}`,
+	`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"}}`,
+	`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
+	`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`,
+	`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":5}}}`,
+	`{"name":"list_sessions","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":null}}`,
+	`[]`,
+	`"x"`,
+}
+
+// decodeCallParams reads params as the JSON path alone (decodeCallParamsJSON) does:
+// the same verdict, name, arguments and _meta, for params of every shape.
+func TestCallParamsScanned(t *testing.T) {
+	scanned := 0
+	for _, params := range callParamsCases {
+		if !json.Valid([]byte(params)) {
+			t.Fatalf("not JSON: %s", params)
+		}
+		if _, _, _, sure := scanCallParams([]byte(params)); sure {
+			scanned++
+		}
+		sameCallParams(t, json.RawMessage(params))
+	}
+	if scanned < len(callParamsCases)/2 {
+		t.Errorf("only %d of %d params scanned", scanned, len(callParamsCases))
+	}
+	if _, _, _, sure := scanCallParams([]byte(callParamsCases[1])); !sure {
+		t.Errorf("the Go client's call is not scanned")
+	}
+}
+
+func sameCallParams(t *testing.T, params json.RawMessage) {
+	t.Helper()
+	p, tr, ok := decodeCallParams(params)
+	wp, wtr, wok := decodeCallParamsJSON(bytes.TrimSpace(params))
+	if ok != wok || tr != wtr {
+		t.Fatalf("%s: ok %v, triple %v; the JSON path: ok %v, triple %v", params, ok, tr, wok, wtr)
+	}
+	if !ok {
+		return
+	}
+	if p.Name != wp.Name || !bytes.Equal(p.Arguments, wp.Arguments) || !reflect.DeepEqual(p.Meta, wp.Meta) {
+		t.Errorf("%s: %q %s %v; the JSON path: %q %s %v", params, p.Name, p.Arguments, p.Meta, wp.Name, wp.Arguments, wp.Meta)
+	}
+}
+
+// FuzzCallParams: decodeCallParams reads any params as the JSON path alone does.
+func FuzzCallParams(f *testing.F) {
+	for _, params := range callParamsCases {
+		f.Add([]byte(params))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		if !json.Valid(params) || deeperThan(params, maxParamsDepth) {
+			return
+		}
+		sameCallParams(t, params)
+	})
 }

@@ -37,9 +37,10 @@ func addTool[In any, Out texter](s *Server, t *mcp.Tool, call func(context.Conte
 		panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
 	}
 	t.InputSchema, t.OutputSchema = in, out
+	plan := newArgPlan(in, reflect.TypeFor[In]())
 	typed := handler(s, call)
 	h := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args, err := decodeArguments[In](resolved, req.Params.Arguments)
+		args, err := decodeArguments[In](plan, resolved, req.Params.Arguments)
 		if err != nil {
 			return errorResult(err), nil
 		}
@@ -64,10 +65,24 @@ func errorResult(err error) *mcp.CallToolResult {
 	return &r
 }
 
-// decodeArguments validates raw against the input schema and decodes it into an In. Its
-// errors read as the SDK's ("validating \"arguments\": …", "unmarshaling arguments: …",
-// "json: …"), which explainArgumentErrors turns into a sentence for the model.
-func decodeArguments[In any](resolved *jsonschema.Resolved, raw json.RawMessage) (In, error) {
+// decodeArguments validates raw against the input schema and decodes it into an In.
+// Arguments the plan accepts (argPlan: the common call) are decoded at once; any others
+// take the schema's path (decodeBySchema), whose errors are the only ones.
+func decodeArguments[In any](plan *argPlan, resolved *jsonschema.Resolved, raw json.RawMessage) (In, error) {
+	if plan.accepts(raw) {
+		var in In
+		if json.Unmarshal(raw, &in) == nil {
+			return in, nil
+		}
+	}
+	return decodeBySchema[In](resolved, raw)
+}
+
+// decodeBySchema validates raw against the input schema (as a map[string]any, as the SDK
+// does) and decodes it into an In. Its errors read as the SDK's ("validating
+// \"arguments\": …", "unmarshaling arguments: …", "json: …"), which
+// explainArgumentErrors turns into a sentence for the model.
+func decodeBySchema[In any](resolved *jsonschema.Resolved, raw json.RawMessage) (In, error) {
 	var in In
 	m := map[string]any{}
 	if len(raw) > 0 {
