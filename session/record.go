@@ -771,15 +771,17 @@ func (r *recorder) fail(err error) {
 
 // transcriptProblem says why the session's transcript is not recorded, or stopped: its
 // files could not be created, or a write failed (a read-only or full disk); "" while it
-// records, or when recording is off by choice. It first waits until the recorder has
-// tried to create the files (a few system calls in the recorder's goroutine, begun when
-// the session started; a loaded machine may run them after the program's first output),
-// so that the first result of a session, running or ended, says a transcript that could
-// not be created: nobody is left believing a transcript is recorded that is not. The
-// wait lasts at most recordWait; pending says the recorder had not tried by then (a hung
-// state directory), after which no result waits again, and a later result says the
-// failure if one comes.
-func (s *Session) transcriptProblem() (problem string, pending bool) {
+// records, or when recording is off by choice. With wait, it first waits until the
+// recorder has tried to create the files (a few system calls in the recorder's
+// goroutine, begun when the session started; a loaded machine may run them after the
+// program's first output), so that a result that carries output or the exit says a
+// transcript that could not be created: nobody is left believing a transcript is
+// recorded that is not. A result that carries neither (exec_command returning before
+// the program printed) does not wait: there is nothing yet to record, and the next
+// result says it. The wait lasts at most recordWait; pending says the recorder had not
+// tried by then (a hung state directory), after which no result waits again, and a
+// later result says the failure if one comes.
+func (s *Session) transcriptProblem(wait bool) (problem string, pending bool) {
 	if s.recFail != "" {
 		return s.recFail, false
 	}
@@ -790,7 +792,7 @@ func (s *Session) transcriptProblem() (problem string, pending bool) {
 	select {
 	case <-r.ready:
 	default:
-		if !s.toldPending.Load() {
+		if wait && !s.toldPending.Load() {
 			t := time.NewTimer(s.m.recordWaitTime())
 			select {
 			case <-r.ready:

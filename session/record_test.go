@@ -357,3 +357,37 @@ func TestTranscriptFailureToldWhenRecorderIsLate(t *testing.T) {
 		t.Errorf("a later result warns %q again; want it said once", r.Notices.Warnings)
 	}
 }
+
+// TestTranscriptFailureToldWithFirstOutput: exec_command returning before the program
+// printed (yield 0) does not wait for the recorder (held here); the first result that
+// carries output waits for its attempt, and says the transcript is not recorded.
+func TestTranscriptFailureToldWithFirstOutput(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o600)
+	m, err := NewManager(Options{StateDir: file}) // not a directory: the files cannot be created
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	release := make(chan struct{})
+	m.holdRecord = func() { <-release }
+	c := m.NewClient("t")
+	zero := int64(0)
+	r, err := c.Exec(context.Background(), ExecRequest{Cmd: "read -r x; echo \"got $x\"; exec sleep 600", YieldTimeMs: &zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != StateRunning || slices.ContainsFunc(r.Notices.Warnings, func(w string) bool { return strings.HasPrefix(w, "transcript not recorded") }) {
+		t.Fatalf("exec with yield 0: state %s, warnings %q; want running, and no word on the transcript yet", r.State, r.Notices.Warnings)
+	}
+	close(release)
+	y := int64(60000)
+	r, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "hi\n", WaitFor: "got hi", YieldTimeMs: &y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Output, "got hi") || !slices.ContainsFunc(r.Notices.Warnings, func(w string) bool { return strings.HasPrefix(w, "transcript not recorded: ") }) {
+		t.Errorf("the first result with output: %q, warnings %q; want it to say the transcript is not recorded", r.Output, r.Notices.Warnings)
+	}
+}

@@ -158,7 +158,7 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 		r.HumanInputBytes = s.takeHumanInput()
 	}
 	if !col.foreign {
-		p, pending := s.transcriptProblem()
+		p, pending := s.transcriptProblem(state == StateExited || col.next > col.from)
 		switch {
 		case p != "" && !s.toldTranscript.Swap(true):
 			warns = append(warns, "transcript not recorded: "+p+"; the output is in this result, and what memory holds of it can be read again")
