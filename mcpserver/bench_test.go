@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -84,5 +85,46 @@ func BenchmarkWriteStdinGoClient(b *testing.B) {
 		if err != nil || res.IsError {
 			b.Fatal(err, res)
 		}
+	}
+}
+
+// BenchmarkWriteStdinServerTriple is BenchmarkWriteStdinServer for a client of the
+// sessionless protocol, whose every call carries the _meta triple (the Go SDK's client
+// since v1.8.0): on the transport's own path (fast) and with every call sent through
+// the SDK (sdk), to compare the two.
+func BenchmarkWriteStdinServerTriple(b *testing.B) {
+	for _, sdkOnly := range []bool{false, true} {
+		name := "fast"
+		if sdkOnly {
+			name = "sdk"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			svc := &fakeService{write: func(context.Context, session.WriteRequest) (*session.Result, error) {
+				return &session.Result{SessionID: "1", State: session.StateRunning, ReturnedBecause: session.BecausePattern,
+					Output: "2\n>>> ", ChunkID: "c1", NextOffset: 42}, nil
+			}}
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			defer inW.Close()
+			srv := New(svc, Options{})
+			srv.sdkOnly = sdkOnly
+			go srv.Serve(ctx, &LineTransport{In: inR, Out: outW})
+			br := bufio.NewReader(outR)
+			send := func(s string) { inW.Write([]byte(s + "\n")) }
+			send(`{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":` + goClientMeta + `}}`)
+			br.ReadBytes('\n')
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				i++
+				send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"_meta":`+goClientMeta+`,"name":"write_stdin","arguments":{"session_id":"1","chars":"1+1\n","wait_for":">>> $","yield_time_ms":30000}}}`, i))
+				line, err := br.ReadBytes('\n')
+				if err != nil || !bytes.Contains(line, []byte(`"structuredContent"`)) {
+					b.Fatal(err, string(line))
+				}
+			}
+		})
 	}
 }

@@ -85,14 +85,7 @@ func (s *Server) fastCall(ss *mcp.ServerSession, params json.RawMessage) (run fu
 				Message: "JSON RPC internal error: the tool returned neither a result nor an error"}
 		}
 		if triple {
-			m := res.GetMeta()
-			if m == nil {
-				m = map[string]any{}
-			}
-			if _, ok := m[mcp.MetaKeyServerInfo]; !ok {
-				m[mcp.MetaKeyServerInfo] = s.impl
-				res.SetMeta(m)
-			}
+			s.infoMeta.addTo(res)
 		}
 		raw, err := encodeResult(res, complete, &s.infoMeta)
 		if err != nil {
@@ -422,15 +415,34 @@ func encodeToolResult(res *mcp.CallToolResult, complete bool, known *knownMeta) 
 // which fastCall adds to each), encoded once.
 type knownMeta struct {
 	info *mcp.Implementation
-	data []byte // json.Marshal of mcp.Meta{MetaKeyServerInfo: info}
+	meta mcp.Meta // {MetaKeyServerInfo: info}, shared by the results it is set on; never written
+	data []byte   // json.Marshal of meta
 }
 
 func newKnownMeta(info *mcp.Implementation) knownMeta {
-	data, err := json.Marshal(mcp.Meta{mcp.MetaKeyServerInfo: info})
+	meta := mcp.Meta{mcp.MetaKeyServerInfo: info}
+	data, err := json.Marshal(meta)
 	if err != nil {
 		return knownMeta{}
 	}
-	return knownMeta{info: info, data: data}
+	return knownMeta{info: info, meta: meta, data: data}
+}
+
+// addTo adds the server's info to the _meta of res, as the SDK does for a call of the
+// sessionless protocol: a result without _meta gets k's own map (no map made per
+// result); one with a _meta gets the key added unless it has it.
+func (k *knownMeta) addTo(res mcp.Result) {
+	m := res.GetMeta()
+	switch {
+	case m == nil && k.meta != nil:
+		res.SetMeta(k.meta)
+	case m == nil:
+		res.SetMeta(map[string]any{mcp.MetaKeyServerInfo: k.info})
+	default:
+		if _, ok := m[mcp.MetaKeyServerInfo]; !ok {
+			m[mcp.MetaKeyServerInfo] = k.info
+		}
+	}
 }
 
 // is reports whether m is the _meta k encodes: the server's info alone, this one.

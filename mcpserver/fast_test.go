@@ -453,3 +453,47 @@ func FuzzCallParams(f *testing.F) {
 		sameCallParams(t, params)
 	})
 }
+
+// The server's info is added to a result's _meta as the SDK adds it, without a map made
+// for each result: a result without _meta gets the one map, written out as the SDK
+// writes it; a result with a _meta of its own gets the key added, unless it has one.
+func TestServerInfoMetaShared(t *testing.T) {
+	impl := &mcp.Implementation{Name: "ptyhub", Version: "1"}
+	k := newKnownMeta(impl)
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "<x>"}}}
+	k.addTo(res)
+	want := &mcp.CallToolResult{Content: res.Content}
+	want.SetMeta(map[string]any{mcp.MetaKeyServerInfo: impl})
+	got, err := encodeResult(res, false, &k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := sdkResultBytes(t, want, false); string(got) != s {
+		t.Errorf("encoded %s, the SDK %s", got, s)
+	}
+	own := &mcp.CallToolResult{}
+	own.SetMeta(map[string]any{"a": 1})
+	k.addTo(own)
+	if len(own.Meta) != 2 || own.Meta[mcp.MetaKeyServerInfo] != impl {
+		t.Errorf("a result's own _meta: %v", own.Meta)
+	}
+	other := &mcp.Implementation{Name: "other"}
+	own.Meta[mcp.MetaKeyServerInfo] = other
+	k.addTo(own)
+	if own.Meta[mcp.MetaKeyServerInfo] != other {
+		t.Errorf("the result's own server info was replaced: %v", own.Meta)
+	}
+	if len(k.meta) != 1 {
+		t.Errorf("the shared map was written: %v", k.meta)
+	}
+	if raceOn {
+		return
+	}
+	r := &mcp.CallToolResult{}
+	if n := testing.AllocsPerRun(50, func() {
+		r.Meta = nil
+		k.addTo(r)
+	}); n != 0 {
+		t.Errorf("adding the server's info to a result without _meta: %.0f allocations", n)
+	}
+}

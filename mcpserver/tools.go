@@ -15,7 +15,9 @@ import (
 // the arguments validated against it before the call, the result as structuredContent
 // with the output schema derived from Out — but decoding with encoding/json: the SDK's
 // generic path decodes each call's JSON five times more, each decoder allocating a
-// 32 KiB buffer (about 250 KB of garbage a call, half the MCP layer's cost). The output
+// 32 KiB buffer (about 250 KB of garbage a call, half the MCP layer's cost). The common
+// call's arguments are checked on their bytes by the schema's plan (argPlan) and decoded
+// once, without the map the schema's validator walks (decodeArguments). The output
 // is not validated against its schema at run time; TestToolOutputsMatchSchemas checks
 // the result types against it instead.
 func addTool[In any, Out texter](s *Server, t *mcp.Tool, call func(context.Context, In) (Out, error)) {

@@ -79,6 +79,12 @@ type Manager struct {
 	// holdExit, when set (by tests only), runs at the start of each session's exit path:
 	// it stands for an exit report that a loaded machine delays.
 	holdExit func()
+	// holdRecord, when set (by tests only), runs at the start of each recorder's first
+	// run, before it creates the transcript's files: it stands for a recorder goroutine
+	// that a loaded machine runs late, or a slow disk. recordWait is how long a result
+	// waits for that attempt (0: the constant recordWait); set by tests only.
+	holdRecord func()
+	recordWait time.Duration
 
 	// mu guards the fields below. Lock order (doc.go): after collectMu and Client.mu;
 	// before Session.mu and registry.mu.

@@ -719,6 +719,9 @@ func (r *recorder) begin(h transcript.Header) bool {
 // first is the recorder goroutine's first run: it creates the files with header h, then
 // runs (run), or finishes at once if they could not be created.
 func (r *recorder) first(h transcript.Header) {
+	if hold := r.s.m.holdRecord; hold != nil {
+		hold()
+	}
 	if !r.begin(h) {
 		r.finish()
 		return
@@ -768,26 +771,55 @@ func (r *recorder) fail(err error) {
 
 // transcriptProblem says why the session's transcript is not recorded, or stopped: its
 // files could not be created, or a write failed (a read-only or full disk); "" while it
-// records, or when recording is off by choice. With created, it first waits until the
-// recorder tried to create the files (a few system calls, begun when the session
-// started), so the result of a quick command can say it too.
-func (s *Session) transcriptProblem(created bool) string {
+// records, or when recording is off by choice. With wait, it first waits until the
+// recorder has tried to create the files (a few system calls in the recorder's
+// goroutine, begun when the session started; a loaded machine may run them after the
+// program's first output), so that a result that carries output or the exit says a
+// transcript that could not be created: nobody is left believing a transcript is
+// recorded that is not. A result that carries neither (exec_command returning before
+// the program printed) does not wait: there is nothing yet to record, and the next
+// result says it. The wait lasts at most recordWait; pending says the recorder had not
+// tried by then (a hung state directory), after which no result waits again, and a
+// later result says the failure if one comes.
+func (s *Session) transcriptProblem(wait bool) (problem string, pending bool) {
 	if s.recFail != "" {
-		return s.recFail
+		return s.recFail, false
 	}
 	r := s.rec
 	if r == nil {
-		return ""
+		return "", false
 	}
-	if created {
-		select {
-		case <-r.ready:
-		case <-r.done:
+	select {
+	case <-r.ready:
+	default:
+		if wait && !s.toldPending.Load() {
+			t := time.NewTimer(s.m.recordWaitTime())
+			select {
+			case <-r.ready:
+			case <-r.done:
+			case <-t.C:
+				pending = true
+			}
+			t.Stop()
 		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.failed
+	return r.failed, pending && r.failed == ""
+}
+
+// recordWait bounds a result's wait for the recorder's attempt to create the transcript
+// (see transcriptProblem): far longer than that attempt takes on a loaded machine (a
+// few milliseconds), short enough that a hung state directory holds a result only once.
+const recordWait = 5 * time.Second
+
+// recordWaitTime is how long a result waits for the recorder's attempt: recordWait
+// unless a test set another.
+func (m *Manager) recordWaitTime() time.Duration {
+	if m.recordWait != 0 {
+		return m.recordWait
+	}
+	return recordWait
 }
 
 // maybePrune runs the retention pass over dir unless one ran recently.

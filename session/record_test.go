@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -298,5 +299,95 @@ func TestRecorderInputWaitsForOutput(t *testing.T) {
 	}
 	if s.isExited() {
 		t.Error("cat ended")
+	}
+}
+
+// TestTranscriptFailureToldWhenRecorderIsLate: the first result of a running session
+// comes before its recorder has tried to create the transcript (held here, as a loaded
+// machine delays it): that result says the transcript is not recorded yet instead of
+// saying nothing, and once the recorder has tried and failed, the agent's next look
+// (write_stdin) says it is not recorded, once.
+func TestTranscriptFailureToldWhenRecorderIsLate(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o600)
+	m, err := NewManager(Options{StateDir: file}) // not a directory: the files cannot be created
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	release := make(chan struct{})
+	m.holdRecord = func() { <-release }
+	m.recordWait = 100 * time.Millisecond // not a timing assumption: the recorder is held past it
+	c := m.NewClient("t")
+	y := int64(60000)
+	r, err := c.Exec(context.Background(), ExecRequest{Cmd: "echo from-test; exec sleep 600", WaitFor: "from-test", YieldTimeMs: &y})
+	close(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != StateRunning || !strings.Contains(r.Output, "from-test") {
+		t.Fatalf("exec: state %s, output %q; want running after from-test", r.State, r.Output)
+	}
+	if !slices.ContainsFunc(r.Notices.Warnings, func(w string) bool { return strings.HasPrefix(w, "transcript not recorded yet: ") }) {
+		t.Errorf("the first result, before the recorder tried, warns %q; want that the transcript is not recorded yet", r.Notices.Warnings)
+	}
+	id := r.SessionID
+	s, err := m.lookup(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-s.rec.ready // the recorder has tried (and failed)
+	notRecorded := func(r *Result) int {
+		return len(slices.DeleteFunc(slices.Clone(r.Notices.Warnings), func(w string) bool { return !strings.HasPrefix(w, "transcript not recorded: ") }))
+	}
+	zero := int64(0)
+	poll := func() *Result { // write_stdin typing nothing: the agent's next look
+		t.Helper()
+		r, err := c.Write(context.Background(), WriteRequest{SessionID: id, YieldTimeMs: &zero})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r = poll(); notRecorded(r) != 1 {
+		t.Errorf("the result after the recorder failed warns %q; want once that the transcript is not recorded", r.Notices.Warnings)
+	}
+	if r = poll(); slices.ContainsFunc(r.Notices.Warnings, func(w string) bool { return strings.HasPrefix(w, "transcript not recorded") }) {
+		t.Errorf("a later result warns %q again; want it said once", r.Notices.Warnings)
+	}
+}
+
+// TestTranscriptFailureToldWithFirstOutput: exec_command returning before the program
+// printed (yield 0) does not wait for the recorder (held here); the first result that
+// carries output waits for its attempt, and says the transcript is not recorded.
+func TestTranscriptFailureToldWithFirstOutput(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o600)
+	m, err := NewManager(Options{StateDir: file}) // not a directory: the files cannot be created
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	release := make(chan struct{})
+	m.holdRecord = func() { <-release }
+	c := m.NewClient("t")
+	zero := int64(0)
+	r, err := c.Exec(context.Background(), ExecRequest{Cmd: "read -r x; echo \"got $x\"; exec sleep 600", YieldTimeMs: &zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != StateRunning || slices.ContainsFunc(r.Notices.Warnings, func(w string) bool { return strings.HasPrefix(w, "transcript not recorded") }) {
+		t.Fatalf("exec with yield 0: state %s, warnings %q; want running, and no word on the transcript yet", r.State, r.Notices.Warnings)
+	}
+	close(release)
+	y := int64(60000)
+	r, err = c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, Chars: "hi\n", WaitFor: "got hi", YieldTimeMs: &y})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Output, "got hi") || !slices.ContainsFunc(r.Notices.Warnings, func(w string) bool { return strings.HasPrefix(w, "transcript not recorded: ") }) {
+		t.Errorf("the first result with output: %q, warnings %q; want it to say the transcript is not recorded", r.Output, r.Notices.Warnings)
 	}
 }

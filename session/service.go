@@ -158,8 +158,12 @@ func (c *Client) result(s *Session, t0 time.Time, col collected, warns []string)
 		r.HumanInputBytes = s.takeHumanInput()
 	}
 	if !col.foreign {
-		if p := s.transcriptProblem(state == StateExited); p != "" && !s.toldTranscript.Swap(true) {
+		p, pending := s.transcriptProblem(state == StateExited || col.next > col.from)
+		switch {
+		case p != "" && !s.toldTranscript.Swap(true):
 			warns = append(warns, "transcript not recorded: "+p+"; the output is in this result, and what memory holds of it can be read again")
+		case pending && !s.toldPending.Swap(true):
+			warns = append(warns, "transcript not recorded yet: its files were not created within "+s.m.recordWaitTime().String()+" (the state directory is slow or hung); a later result says if they cannot be")
 		}
 	}
 	if r.OutputStopped = s.outputStopped(); r.OutputStopped {

@@ -110,8 +110,10 @@ type Session struct {
 	// starts, then read only.
 	recFail string
 	// toldTranscript: a result of the session's owner said its transcript is not
-	// recorded (said once).
+	// recorded (said once). toldPending: one said the recorder had not yet tried to
+	// create it (see transcriptProblem); later results then do not wait for it.
 	toldTranscript atomic.Bool
+	toldPending    atomic.Bool
 	att            attachState // attach.go: attached human clients
 	// sh follows an integrated shell's marks (shell.go); nil without shell integration.
 	// The reader feeds it each chunk before the hub has it.
