@@ -25,8 +25,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/ptyhub/ptyhub/remote"
 	"golang.org/x/sys/unix"
+
+	"github.com/ptyhub/ptyhub/remote"
 )
 
 func main() {
