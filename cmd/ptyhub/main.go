@@ -26,10 +26,12 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ptyhub/ptyhub/remote"
 )
 
 func main() {
-	if printsOnly(os.Args[1:]) {
+	if !needsSignals(os.Args[1:], os.Getenv(remote.EnvHost)) {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	stopOn := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
@@ -44,21 +46,41 @@ func main() {
 	os.Exit(code)
 }
 
-// printsOnly reports whether args name a command that only prints and returns (the
-// version, the help): it runs without signalContext, whose signal.Notify costs every
-// start two threads (the runtime's signal loop blocks one) and ~20 page faults. A signal
-// then has its default effect: for a process that waits on nothing, the same end, except
-// that a stdout closed before the text is written ends it by SIGPIPE (as it ends cat or
-// ls) instead of a write error it would ignore.
-func printsOnly(args []string) bool {
+// needsSignals reports whether the command args name runs with signalContext, whose
+// signal.Notify costs every start two threads (the runtime's signal loop blocks one) and
+// ~20 page faults. hostEnv is $PTYHUB_HOST. The commands that run without it only print
+// (the version, the help) or ask this machine's server one question and print the answer
+// (ls, status, screen): they start no session and hold nothing to clean up (a server that
+// ls or screen starts runs in its own session and catches signals itself; the connection
+// they drop is the server's to close), so a signal's default effect ends them the same
+// way. What differs: Ctrl-C ends one with the signal's status (130) instead of an error
+// line and status 1, Ctrl-\ prints the goroutines' stacks, and a stdout closed before the
+// text is written ends one by SIGPIPE (as it ends cat or ls) instead of a write error it
+// would ignore. Every other command keeps it, and so does a command for another host
+// (--host before or after the command, or $PTYHUB_HOST), whose transport (ssh, docker,
+// kubectl) it starts and waits on.
+func needsSignals(args []string, hostEnv string) bool {
 	if len(args) == 0 {
-		return true
+		return false
 	}
 	switch args[0] {
 	case "version", "-version", "--version", "help", "-h", "-help", "--help":
-		return true
+		return false
+	case "ls", "status", "screen":
+		if hostEnv != "" {
+			return true
+		}
+		for _, a := range args[1:] {
+			if a == "--" {
+				break
+			}
+			if a == "--host" || a == "-host" || strings.HasPrefix(a, "--host=") || strings.HasPrefix(a, "-host=") {
+				return true
+			}
+		}
+		return false
 	}
-	return false
+	return true
 }
 
 // signalError is the cancel cause of run's context when a signal arrived.

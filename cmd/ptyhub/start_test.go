@@ -28,20 +28,33 @@ func TestLinksNoRarePathPackages(t *testing.T) {
 	}
 }
 
-// The commands that only print run without the signal handling (two threads and ~20
-// page faults at every start); every other command, and any command after the global
-// --host, keeps it.
-func TestPrintsOnly(t *testing.T) {
+// The commands that only print, or ask this machine's server one question and print the
+// answer, run without the signal handling (two threads and ~20 page faults at every
+// start); every other command, and any command for another host, keeps it.
+func TestNeedsSignals(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{}, {"version"}, {"--version"}, {"-version"}, {"help"}, {"help", "exec"}, {"-h"}, {"--help"}} {
-		if !printsOnly(args) {
-			t.Errorf("printsOnly(%q) = false, want true", args)
+	for _, args := range [][]string{{}, {"version"}, {"--version"}, {"-version"}, {"help"}, {"help", "exec"}, {"-h"}, {"--help"},
+		{"ls"}, {"ls", "--json"}, {"status"}, {"screen", "3"}} {
+		if needsSignals(args, "") {
+			t.Errorf("needsSignals(%q) = true, want false", args)
 		}
 	}
-	for _, args := range [][]string{{"ls"}, {"exec", "--", "version"}, {"serve"}, {"mcp"}, {"--host", "h", "version"}, {"attach", "help"}, {"bogus"}} {
-		if printsOnly(args) {
-			t.Errorf("printsOnly(%q) = true, want false", args)
+	for _, args := range [][]string{{"exec", "--", "version"}, {"serve"}, {"mcp"}, {"--host", "h", "version"}, {"--host", "h", "ls"},
+		{"attach", "help"}, {"wait"}, {"read", "3"}, {"logs", "3"}, {"write", "3", "ls"}, {"shell"}, {"dial-stdio"}, {"kill", "3"}, {"bogus"}} {
+		if !needsSignals(args, "") {
+			t.Errorf("needsSignals(%q) = false, want true", args)
 		}
+	}
+	for _, args := range [][]string{{"ls", "--host", "h"}, {"ls", "--host=h"}, {"status", "-host", "h"}, {"screen", "3", "--host", "h"}} {
+		if !needsSignals(args, "") {
+			t.Errorf("needsSignals(%q) = false, want true", args)
+		}
+	}
+	if !needsSignals([]string{"ls"}, "ssh://h") {
+		t.Errorf("needsSignals(ls) with $PTYHUB_HOST = false, want true")
+	}
+	if needsSignals([]string{"version"}, "ssh://h") {
+		t.Errorf("needsSignals(version) with $PTYHUB_HOST = true, want false")
 	}
 	// And they still print.
 	if r := ptyhub(t, "version"); r.code != 0 || !strings.HasPrefix(r.stdout, "ptyhub ") {
