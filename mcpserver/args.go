@@ -18,7 +18,7 @@ import (
 // input struct (one decoding, no map, no schema walk); anything it does not accept takes
 // the schema's path, which gives the error. So it never makes the validation more
 // lenient, as long as accepts only accepts arguments the schema accepts and the struct
-// decodes (TestArgPlanAgreesWithSchema, FuzzArgPlan); it needs not accept them all.
+// decodes (TestArgPlanAgreesWithSchema, FuzzArgPlan); it need not accept them all.
 type argPlan struct {
 	fields []argField
 }
