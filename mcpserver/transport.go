@@ -94,13 +94,14 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 		byRaw:    map[string]int64{},
 		calls:    t.calls,
 		fast:     map[int64]context.CancelFunc{},
+		handoff:  make(chan *lineReader),
 	}
 	t.conn = c
 	// The reading goroutine owns t.In. It stops at the end or an error of the input, or
 	// when the connection is closed (then at its next delivery; a Read blocked on an
 	// input that cannot be closed, such as a terminal on stdin, stays blocked until the
 	// process exits — nothing waits for it). Before it runs a call the transport serves
-	// itself, it hands the input on to a fresh reading goroutine (readLoop).
+	// itself, it hands the input on to another reading goroutine (readLoop).
 	go c.readLoop(&lineReader{br: bufio.NewReaderSize(c.in, 64<<10), max: max})
 	return c, nil
 }
@@ -138,7 +139,17 @@ type lineConn struct {
 	fast      map[int64]context.CancelFunc
 	served    sync.WaitGroup
 	fastCalls atomic.Int64 // how many calls the transport served itself
+
+	// handoff passes the input's read state to a reading goroutine that served its call
+	// and waits for the next one (at most maxSpares wait, counted in spares; readLoop).
+	handoff chan *lineReader
+	spares  atomic.Int32
 }
+
+// maxSpares bounds the reading goroutines that wait, their call served, to take the
+// input over: one is enough for calls one after another; a few concurrent calls leave a
+// few.
+const maxSpares = 2
 
 // waitCalls returns when every call the transport serves itself has answered (after
 // Connect; at once before).
@@ -388,11 +399,13 @@ type lineReader struct {
 // readLoop reads lines and delivers decoded messages; it answers bad lines itself.
 //
 // A call the transport serves itself is run by the goroutine that read it: that
-// goroutine first starts a fresh readLoop with r (the input and its buffered bytes), so
-// the next lines are read while the call runs, then serves the call and ends. The call
-// thus starts at once, without waiting for a new goroutine to be scheduled; the new
-// reader's start is off its path. One goroutine reads at a time: the one that hands r on
-// stops touching it.
+// goroutine first hands r (the input and its buffered bytes) on to another reading
+// goroutine (handOn), so the next lines are read while the call runs, then serves the
+// call. The call thus starts at once, without waiting for another goroutine to be
+// scheduled; the other reader's start is off its path. Its call served, the goroutine
+// waits to take the input over in turn (park), so calls one after another pass the
+// input between two goroutines instead of starting one per call. One goroutine reads at
+// a time: the one that hands r on stops touching it.
 func (c *lineConn) readLoop(r *lineReader) {
 	for {
 		r.line = r.line[:0]
@@ -453,10 +466,40 @@ func (c *lineConn) readLoop(r *lineReader) {
 		default:
 		}
 		if call != nil {
-			go c.readLoop(r)
+			c.handOn(r)
 			c.serveCall(call)
-			return
+			if r = c.park(); r == nil {
+				return
+			}
 		}
+	}
+}
+
+// handOn gives the input's read state r to a reading goroutine waiting in park, or
+// starts one with it.
+func (c *lineConn) handOn(r *lineReader) {
+	select {
+	case c.handoff <- r:
+	default:
+		go c.readLoop(r)
+	}
+}
+
+// park waits, in a goroutine whose call was served, for the input's read state to
+// read on with; nil when maxSpares already wait (the goroutine ends), or once the
+// connection is closed or the input has ended.
+func (c *lineConn) park() *lineReader {
+	defer c.spares.Add(-1)
+	if c.spares.Add(1) > maxSpares {
+		return nil
+	}
+	select {
+	case r := <-c.handoff:
+		return r
+	case <-c.closed:
+		return nil
+	case <-c.ended:
+		return nil
 	}
 }
 

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -320,5 +322,55 @@ func TestTransportCallRunsOnItsReader(t *testing.T) {
 		if r := <-ids; r.reader != r.runner {
 			t.Errorf("a call read by goroutine %s ran on goroutine %s", r.reader, r.runner)
 		}
+	}
+}
+
+// Calls one after another pass the input between two goroutines: the one that served a
+// call waits to read on, and takes the input over when the reader reads the next call,
+// instead of a fresh reading goroutine being started per call.
+func TestTransportReadersReused(t *testing.T) {
+	t.Parallel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	defer inW.Close()
+	tr := &LineTransport{In: inR, Out: outW}
+	runners := map[string]bool{}
+	var mu sync.Mutex
+	tr.calls = func(params json.RawMessage) (func(context.Context) (json.RawMessage, error), bool) {
+		return func(ctx context.Context) (json.RawMessage, error) {
+			mu.Lock()
+			runners[goroutineID()] = true
+			mu.Unlock()
+			return json.RawMessage(`{}`), nil
+		}, true
+	}
+	conn, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	out := bufio.NewReader(outR)
+	const calls = 20
+	for i := range calls {
+		if _, err := fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`+"\n", i+1); err != nil {
+			t.Fatal(err)
+		}
+		if l, err := out.ReadString('\n'); err != nil || !strings.Contains(l, `"result"`) {
+			t.Fatalf("answer %q (%v)", l, err)
+		}
+		// The goroutine that served the call waits to read on before the next call
+		// comes (else the reader would rightly start another). It has nothing else to
+		// do: yielding lets it get there.
+		for n := 0; tr.conn.spares.Load() != 1; n++ {
+			if n == 10_000_000 {
+				t.Fatalf("call %d: no goroutine waits to read on once the call was served", i+1)
+			}
+			runtime.Gosched()
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(runners) > 2 {
+		t.Errorf("%d calls one after another ran on %d goroutines, want at most 2", calls, len(runners))
 	}
 }

@@ -86,5 +86,6 @@ func (r *Reader) FDs(pid int) (fds []FD, ok bool) { return fdsOf(pid) }
 func (r *Reader) PtyPeer(pid, fd int) (rdev uint64, ok bool) { return ptyPeer(pid, fd) }
 
 // DupFD returns a copy, in this process, of fd of process pid (close-on-exec); the caller
-// closes it. It needs ptrace access to pid.
-func DupFD(pid, fd int) (int, error) { return dupFD(pid, fd) }
+// closes it. It needs ptrace access to pid. Between Keep and Release the Reader keeps the
+// pidfd it opened for pid, for the next copy from the same process.
+func (r *Reader) DupFD(pid, fd int) (int, error) { return r.dupFD(pid, fd) }

@@ -263,14 +263,34 @@ func ptyPeer(pid, fd int) (uint64, bool) {
 	return 0, false
 }
 
-// dupFD copies the fd through pidfd_open and pidfd_getfd.
-func dupFD(pid, fd int) (int, error) {
+// dupFD copies the fd through pidfd_open and pidfd_getfd. Between Keep and Release the
+// pidfd is kept for the next copy from the same pid, as long as its process lives: once
+// it is gone (reaped), pidfd_getfd fails with ESRCH and the pid is opened afresh, so a
+// new process with the same pid is never read through the old one's pidfd, nor the
+// old one's through the new.
+func (r *Reader) dupFD(pid, fd int) (int, error) {
+	if r.pidfdPid == pid {
+		dup, err := unix.PidfdGetfd(r.pidfd, fd, 0)
+		if err != unix.ESRCH {
+			return dup, err
+		}
+		unix.Close(r.pidfd)
+		r.pidfdPid = 0
+	}
 	pfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return -1, err
 	}
-	defer unix.Close(pfd)
-	return unix.PidfdGetfd(pfd, fd, 0)
+	dup, err := unix.PidfdGetfd(pfd, fd, 0)
+	if r.keeping && err != unix.ESRCH {
+		if r.pidfdPid != 0 {
+			unix.Close(r.pidfd)
+		}
+		r.pidfd, r.pidfdPid = pfd, pid
+	} else {
+		unix.Close(pfd)
+	}
+	return dup, err
 }
 
 // fields fills f with the first len(f) fields of b (at most 8) separated by ASCII white

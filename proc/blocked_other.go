@@ -18,6 +18,6 @@ func fdsOf(int) ([]FD, bool) { return nil, false }
 
 func ptyPeer(int, int) (uint64, bool) { return 0, false }
 
-func dupFD(int, int) (int, error) {
+func (r *Reader) dupFD(int, int) (int, error) {
 	return -1, errors.New("proc: another process's fds cannot be copied on this platform")
 }

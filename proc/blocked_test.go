@@ -57,7 +57,7 @@ func TestThreadBlocked(t *testing.T) {
 	if _, ok := pr.ThreadRuntime(pid, pid); !ok {
 		t.Fatal("ThreadRuntime(cat) not readable")
 	}
-	dup, err := DupFD(pid, 0)
+	dup, err := pr.DupFD(pid, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

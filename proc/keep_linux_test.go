@@ -1,10 +1,13 @@
 package proc
 
 import (
+	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestReaderKeepReadsAgainThroughOneDescriptor: between Keep and Release a file read
@@ -58,5 +61,88 @@ func TestReaderKeepReadsAgainThroughOneDescriptor(t *testing.T) {
 	r.Stat(1)
 	if len(r.kept) != 0 {
 		t.Error("a read after Release kept its descriptor")
+	}
+}
+
+// pidfds counts this process's open pidfds.
+func pidfds(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, _ := os.Readlink("/proc/self/fd/" + e.Name()); l == "anon_inode:[pidfd]" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestReaderKeepsThePidfd: between Keep and Release, copies of a process's fds go
+// through one pidfd kept for it; without Keep none stays open. Once the process is
+// reaped the kept pidfd is dropped (a copy fails, as for a pid never seen), and Release
+// closes what is kept.
+func TestReaderKeepsThePidfd(t *testing.T) {
+	if !SyscallView {
+		t.Skip("no copies of another process's fds on this build")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	cat, err := exec.LookPath("cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Started with syscall.ForkExec, which (unlike os/exec) holds no pidfd of its own.
+	pid, err := syscall.ForkExec(cat, []string{"cat"}, &syscall.ProcAttr{Files: []uintptr{r.Fd(), 2, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	reaped := false
+	reap := func() {
+		if !reaped {
+			syscall.Kill(pid, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			syscall.Wait4(pid, &ws, 0, nil)
+			reaped = true
+		}
+	}
+	defer reap()
+	before := pidfds(t)
+	var pr Reader
+	dup := func() {
+		t.Helper()
+		fd, err := pr.DupFD(pid, 0)
+		if err != nil {
+			t.Fatalf("DupFD(cat, 0): %v", err)
+		}
+		unix.Close(fd)
+	}
+	dup()
+	if n := pidfds(t) - before; n != 0 {
+		t.Fatalf("%d pidfds left open by a copy without Keep", n)
+	}
+	pr.Keep()
+	dup()
+	dup()
+	if n := pidfds(t) - before; n != 1 {
+		t.Fatalf("%d pidfds open after two copies from one process with Keep; want 1", n)
+	}
+	reap()
+	if fd, err := pr.DupFD(pid, 0); err == nil {
+		unix.Close(fd)
+		t.Fatal("a copy of a reaped process's fd succeeded")
+	}
+	if n := pidfds(t) - before; n != 0 {
+		t.Errorf("%d pidfds still open for a reaped process", n)
+	}
+	pr.Release()
+	if n := pidfds(t) - before; n != 0 {
+		t.Errorf("%d pidfds open after Release", n)
 	}
 }

@@ -18,6 +18,9 @@ type Reader struct {
 	// kept holds, between Keep and Release, the descriptors of the files read, by path.
 	kept    map[string]int
 	keeping bool
+	// pidfd is, between Keep and Release, the pidfd of process pidfdPid that the last
+	// DupFD opened (pidfdPid 0: none).
+	pidfd, pidfdPid int
 }
 
 // maxKept bounds the descriptors a Reader keeps open between Keep and Release.
@@ -25,10 +28,12 @@ const maxKept = 32
 
 // Keep makes the Reader keep each file it reads open, until Release, and read it again
 // through the same descriptor: a look repeated many times (the detector's tries while a
-// program is about to block) then costs one pread(2) a file instead of open, pread and
-// close. A kept descriptor stays bound to the process it was opened for: once that
-// process is gone a read through it fails, and the file is opened afresh (a new process
-// with the same pid is read as before). At most maxKept descriptors are kept.
+// program is about to block, and the next call's looks at the same program) then costs
+// one pread(2) a file instead of open, pread and close. A kept descriptor stays bound to
+// the process it was opened for: once that process is gone a read through it fails, and
+// the file is opened afresh (a new process with the same pid is read as before). At most
+// maxKept descriptors are kept, and the pidfd DupFD last opened (it is bound to its
+// process the same way).
 func (r *Reader) Keep() { r.keeping = true }
 
 // Release closes the descriptors kept since Keep and stops keeping them. The map goes
@@ -36,6 +41,10 @@ func (r *Reader) Keep() { r.keeping = true }
 func (r *Reader) Release() {
 	for _, fd := range r.kept {
 		unix.Close(fd)
+	}
+	if r.pidfdPid != 0 {
+		unix.Close(r.pidfd)
+		r.pidfdPid = 0
 	}
 	r.kept = nil
 	r.keeping = false

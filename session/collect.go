@@ -83,14 +83,15 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	if d.lm != nil {
 		st.NoFlood() // the pattern needs the text of every read
 	}
+	res := collected{from: s.cursor, foreign: o.from != nil}
 	if d.looks != nil {
 		defer d.looks.stop()
 		// The looks of one collect read the same few /proc files again and again (the
-		// tries right after a prompt): through descriptors kept until it ends.
+		// tries right after a prompt), and so do the next call's at the same prompt:
+		// through descriptors kept past the collect while the program waits there.
 		s.wait.pr.Keep()
-		defer s.wait.pr.Release()
+		defer func() { s.keepProbeFiles(res.because) }()
 	}
-	res := collected{from: s.cursor, foreign: o.from != nil}
 	eof := false
 	read := func() round {
 		fresh, end, last := s.readStream(st, d, *bp, &res.missed)
@@ -114,6 +115,44 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	res.trunc = st.Result(s.cursor, res.finished)
 	res.next = s.cursor
 	return res
+}
+
+// probeFilesKept is how long the waiting-for-input detector's /proc descriptors stay
+// open after a collect that ended with the program waiting (for input, or at the
+// pattern), for the next call's looks at the same program; an agent's next turn
+// usually comes within seconds.
+const probeFilesKept = 10 * time.Second
+
+// keepProbeFiles decides, at the end of a collect that looked (collectMu held), what
+// becomes of the detector's descriptors kept during it: they stay open for
+// probeFilesKept when the collect ended because the program waits for input or printed
+// the pattern and it still runs — the next call will look at the same threads — and are
+// closed now otherwise (a deadline, an exit, a cancelled call), so that an idle session
+// whose program is not at a prompt holds none. A timer (s.probeTimer, made by the first
+// collect that keeps them, stopped here when they are closed) closes them later.
+func (s *Session) keepProbeFiles(because string) {
+	if because != BecauseWaitingForInput && because != BecausePattern || s.isExited() {
+		s.wait.pr.Release()
+		if s.probeTimer != nil {
+			s.probeTimer.Stop()
+		}
+		return
+	}
+	if s.probeTimer == nil {
+		s.probeTimer = time.AfterFunc(probeFilesKept, s.releaseProbeFiles)
+		return
+	}
+	s.probeTimer.Reset(probeFilesKept)
+}
+
+// releaseProbeFiles closes the detector's kept descriptors (s.probeTimer's function, in
+// the timer's goroutine). It waits for a collect running now, which re-arms the timer if
+// it keeps them again; they are then closed a little early, which costs that collect's
+// successor an open of each file.
+func (s *Session) releaseProbeFiles() {
+	s.collectMu.Lock()
+	s.wait.pr.Release()
+	s.collectMu.Unlock()
 }
 
 // collectDecider returns the rules of a collect with o: every exit ends it once the

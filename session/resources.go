@@ -10,7 +10,9 @@ import (
 
 // Resource limits of the manager's own process. A session costs the manager three file
 // descriptors while it runs (terminal master, exit watch, transcript; a fourth for the
-// spill once its output passes half the ring) and none once it has ended. The manager keeps fdReserve descriptors free for everything
+// spill once its output passes half the ring; and, for probeFilesKept after a call that
+// found its program at a prompt, the detector's few /proc files of it) and none once it
+// has ended. The manager keeps fdReserve descriptors free for everything
 // else it does (the server accepting and answering its clients, reading transcripts),
 // so running out refuses new sessions cleanly instead of breaking what runs.
 const (

@@ -102,6 +102,9 @@ type Session struct {
 	// yet in the hub (pty.Master.ReadHold); the waiting-for-input detector reads it.
 	readHeld atomic.Bool
 	wait     waitState // waiting.go: the waiting-for-input detector's cached facts
+	// probeTimer closes the detector's /proc descriptors kept past a collect
+	// (collect.go: keepProbeFiles); guarded by collectMu, nil until first kept.
+	probeTimer *time.Timer
 
 	// Feature state; each type lives in its own file with its own owner (see hooks.go).
 	scr *screenState // screen.go: terminal emulator, query answers, screen view

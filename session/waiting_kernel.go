@@ -84,7 +84,7 @@ func (s *Session) probeKernel(quiet time.Duration) (waitVerdict, string) {
 	if sc.found {
 		// Has the reader taken what was typed? poll(2) on its own fd says whether a read
 		// would return now, after flushing what the kernel has not delivered yet.
-		pending, ok := ttyInputPending(sc.reader.pid, sc.reader.fd)
+		pending, ok := ttyInputPending(&w.pr, sc.reader.pid, sc.reader.fd)
 		if !ok {
 			pending, ok = slaveInputPending(s.master)
 		}
@@ -456,10 +456,12 @@ func (w *waitState) childWorks(pid int, fds []int) bool {
 	return now.Sub(w.childSince) < childIdle
 }
 
-// ttyInputPending asks, through a copy of process pid's own terminal fd (pidfd_getfd),
-// whether a read would return data now. ok is false when the copy cannot be had.
-func ttyInputPending(pid, fd int) (pending, ok bool) {
-	dup, err := proc.DupFD(pid, fd)
+// ttyInputPending asks, through a copy of process pid's own terminal fd (pidfd_getfd,
+// through pr), whether a read would return data now. ok is false when the copy cannot be
+// had. The copy is closed before it returns: a copy of the terminal kept open would
+// keep its end of the pty open after the program is gone.
+func ttyInputPending(pr *proc.Reader, pid, fd int) (pending, ok bool) {
+	dup, err := pr.DupFD(pid, fd)
 	if err != nil {
 		return false, false
 	}
