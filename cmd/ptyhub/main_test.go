@@ -336,7 +336,10 @@ func TestMCPLifecycle(t *testing.T) {
 				io.WriteString(stdin, `{"jsonrpc":"2.0","id":99,"method":"ping"}`+"\n")
 			}
 			start := time.Now()
-			err := waitTimeout(cmd, 15*time.Second)
+			// The sessions ignore SIGTERM, so the shutdown takes the kill's grace
+			// (2 s) and more under load; what matters is that it does not wait for
+			// the call of 10 minutes.
+			err := waitTimeout(cmd, 2*time.Minute)
 			code := -1
 			var ee *exec.ExitError
 			if err == nil {
@@ -354,8 +357,8 @@ func TestMCPLifecycle(t *testing.T) {
 				t.Errorf("exit status %d, want one of %v (stderr %s)", code, want, stderr)
 			}
 			waitMarked(t, marker, false)
-			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("shutdown took %v", d)
+			if d := time.Since(start); d > time.Minute {
+				t.Errorf("shutdown took %v, as if waiting for the 10-minute call", d)
 			}
 			if strings.Contains(stderr.String(), "panic") {
 				t.Errorf("stderr: %s", stderr)
