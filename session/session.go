@@ -306,8 +306,8 @@ func (s *Session) readLoop() {
 			}
 			s.hub.Write(buf[:n])
 			s.lastOut.Store(time.Now().UnixNano())
+			s.noteOutput(buf[:n])
 			readBuffers.Put(buf)
-			s.noteOutput()
 		}
 		s.readHeld.Store(false)
 		if err != nil {
