@@ -138,14 +138,14 @@ func (h *Hub) trim() {
 	h.start = max(h.start, h.end-int64(min(len(h.buf), h.retain)))
 }
 
-// Reserve lends the producer up to n bytes (at most ReserveMax and half of retain,
-// fewer where the ring wraps) of the ring past End, to read its next output into; Commit then appends them
-// to the stream without a copy. The bytes lent hold nothing any reader can see, so
-// lending drops and waits for nothing. It returns nil, and the producer uses Write
-// instead, while the ring is below its full size (a quiet stream keeps a small ring;
-// one that printed about retain bytes has its full one), or once the hub is closed.
-// Meant for the single producer, one reservation at a time: until Commit, it calls no
-// Write and no other Reserve.
+// Reserve lends the producer up to n bytes (at most ReserveMax and half of retain, fewer
+// where the ring wraps) of the ring past End, to read its next output into; Commit then
+// appends them to the stream without a copy. The bytes lent hold nothing any reader can
+// see, so lending drops and waits for nothing. It returns nil, and the producer uses
+// Write instead, while the ring is below its full size (a quiet stream keeps a small
+// ring; one that printed about retain bytes has its full one), or once the hub is
+// closed. Meant for the single producer, one reservation at a time: until Commit, it
+// calls no Write and no other Reserve.
 func (h *Hub) Reserve(n int) []byte {
 	h.mu.Lock()
 	defer h.mu.Unlock()
