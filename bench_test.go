@@ -173,17 +173,22 @@ func BenchmarkCollect1GiB(b *testing.B) {
 	if s := os.Getenv("PTYHUB_BENCH_BYTES"); s != "" {
 		size, _ = strconv.ParseInt(s, 10, 64)
 	}
-	script := "head -c " + strconv.FormatInt(size, 10) + " /dev/zero | tr '\\0' a"
+	// The writer's CPU (sh, head and tr: the session's program is not this process's
+	// child) is what sh's times builtin says of its children, written to a file.
+	timesFile := filepath.Join(b.TempDir(), "times")
+	script := "head -c " + strconv.FormatInt(size, 10) + " /dev/zero | tr '\\0' a; times >" + timesFile
 	c := benchClient(b)
 	ctx := context.Background()
 	var floor, prod, floorCPU, prodCPU []time.Duration
 	var prodWritten []int64
+	var floorUse, prodUse []procUse
 	var peak atomic.Uint64
 	for b.Loop() {
-		t0, c0 := time.Now(), selfCPU()
+		t0, c0, u0 := time.Now(), selfCPU(), readProcUse()
 		bareSpawn(b, "sh", "-c", script)
 		floor = append(floor, time.Since(t0))
 		floorCPU = append(floorCPU, selfCPU()-c0)
+		floorUse = append(floorUse, readProcUse().minus(u0).withWriter(b, timesFile))
 
 		runtime.GC()
 		var ms0 runtime.MemStats
@@ -205,11 +210,12 @@ func BenchmarkCollect1GiB(b *testing.B) {
 				}
 			}
 		}()
-		t0, c0, w0 := time.Now(), selfCPU(), selfWritten()
+		t0, c0, w0, u0 := time.Now(), selfCPU(), selfWritten(), readProcUse()
 		r, err := c.Exec(ctx, session.ExecRequest{Cmd: script, YieldTimeMs: new(int64(600000))})
 		prod = append(prod, time.Since(t0))
 		prodCPU = append(prodCPU, selfCPU()-c0)
 		prodWritten = append(prodWritten, selfWritten()-w0)
+		prodUse = append(prodUse, readProcUse().minus(u0).withWriter(b, timesFile))
 		close(stop)
 		<-done
 		if err != nil || r.State != session.StateExited || r.TruncatedRange == nil {
@@ -227,6 +233,79 @@ func BenchmarkCollect1GiB(b *testing.B) {
 	b.ReportMetric(median(prodCPU).Seconds()/gib, "ptyhub-cpu-s/GiB")
 	slices.Sort(prodWritten)
 	b.ReportMetric(float64(prodWritten[len(prodWritten)/2])/(1<<20)/gib, "ptyhub-written-MiB/GiB")
+	for _, u := range []struct {
+		name string
+		all  []procUse
+	}{{"floor", floorUse}, {"ptyhub", prodUse}} {
+		m := medianUse(u.all)
+		b.ReportMetric(m.childCPU.Seconds()/gib, u.name+"-writer-cpu-s/GiB")
+		b.ReportMetric(float64(m.reads)/gib, u.name+"-reads/GiB")
+		b.ReportMetric(float64(m.switches)/gib, u.name+"-switches/GiB")
+	}
+}
+
+// procUse is what a flood used: the writer's CPU (sh's children, head and tr; see
+// withWriter), this process's read system calls (syscr of /proc/self/io, every thread:
+// the pty reads and the few others) and its context switches, voluntary and
+// involuntary, every thread.
+type procUse struct {
+	childCPU time.Duration
+	reads    int64
+	switches int64
+}
+
+func readProcUse() procUse {
+	var u procUse
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		u.switches = ru.Nvcsw + ru.Nivcsw
+	}
+	if b, err := os.ReadFile("/proc/self/io"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "syscr: "); ok {
+				u.reads, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+	}
+	return u
+}
+
+func (u procUse) minus(v procUse) procUse {
+	return procUse{u.childCPU - v.childCPU, u.reads - v.reads, u.switches - v.switches}
+}
+
+// withWriter sets childCPU from the times file the flood's script wrote (sh's times
+// builtin: its own user and system time, then its children's), and removes the file.
+func (u procUse) withWriter(b *testing.B, path string) procUse {
+	data, err := os.ReadFile(path)
+	os.Remove(path)
+	lines := strings.Fields(string(data))
+	if err != nil || len(lines) != 4 {
+		b.Fatalf("the flood's times: %q %v", data, err)
+	}
+	u.childCPU = 0
+	for _, f := range lines[2:] {
+		m, s, _ := strings.Cut(strings.TrimSuffix(f, "s"), "m")
+		mins, _ := strconv.ParseFloat(m, 64)
+		secs, _ := strconv.ParseFloat(s, 64)
+		u.childCPU += time.Duration((mins*60 + secs) * float64(time.Second))
+	}
+	return u
+}
+
+// medianUse is the median of each field on its own.
+func medianUse(all []procUse) procUse {
+	var m procUse
+	var cpu []time.Duration
+	var reads, sw []int64
+	for _, u := range all {
+		cpu, reads, sw = append(cpu, u.childCPU), append(reads, u.reads), append(sw, u.switches)
+	}
+	slices.Sort(cpu)
+	slices.Sort(reads)
+	slices.Sort(sw)
+	m.childCPU, m.reads, m.switches = cpu[len(cpu)/2], reads[len(reads)/2], sw[len(sw)/2]
+	return m
 }
 
 // selfWritten is how many bytes this process has handed to write(2) and its kind so far

@@ -29,8 +29,14 @@ import (
 const DefaultRetain = 4 << 20
 
 // initialSize is the ring's first allocation; it doubles as output arrives,
-// up to retain, so an idle or quiet session costs little.
+// up to retain (and ReserveMax beyond it, see Reserve), so an idle or quiet session
+// costs little.
 const initialSize = 4 << 10
+
+// ReserveMax is the most Reserve lends at once: more than a pty read returns (~4 KiB).
+// A ring at its full size has this much room beyond the retain bytes readers see, which
+// is what Reserve lends.
+const ReserveMax = 8 << 10
 
 var (
 	// ErrClosed is returned by Write after Close.
@@ -52,7 +58,7 @@ type Hub struct {
 	retain int
 
 	mu     sync.Mutex
-	buf    []byte // the ring: offset o is at buf[o%len(buf)]; grows up to retain
+	buf    []byte // the ring: offset o is at buf[o%len(buf)]; grows up to retain+ReserveMax
 	start  int64  // oldest offset held
 	end    int64  // one past the newest offset written
 	closed bool
@@ -65,6 +71,7 @@ type Hub struct {
 	held  bool
 	hold  int64
 	space chan struct{}
+	lent  int // bytes the last Reserve lent, until Commit
 	// wakeHolder, set with Hold, is called by a Write about to wait for room (see
 	// HoldWake).
 	wakeHolder func()
@@ -119,7 +126,61 @@ func (h *Hub) Write(p []byte) (int, error) {
 	h.grow(int(h.end-h.start) + len(p))
 	put(h.buf, h.end, p)
 	h.end += int64(len(p))
-	h.start = max(h.start, h.end-int64(len(h.buf)))
+	h.trim()
+	h.wake()
+	return n, nil
+}
+
+// trim drops from view what the ring no longer holds after a write: at most retain
+// bytes stay readable (and fewer while the ring is smaller), so the ring's last
+// ReserveMax bytes past End hold no readable byte. h.mu must be held.
+func (h *Hub) trim() {
+	h.start = max(h.start, h.end-int64(min(len(h.buf), h.retain)))
+}
+
+// Reserve lends the producer up to n bytes (at most ReserveMax and half of retain, fewer
+// where the ring wraps) of the ring past End, to read its next output into; Commit then
+// appends them to the stream without a copy. The bytes lent hold nothing any reader can
+// see, so lending drops and waits for nothing. It returns nil, and the producer uses
+// Write instead, while the ring is below its full size (a quiet stream keeps a small
+// ring; one that printed about retain bytes has its full one), or once the hub is
+// closed. Meant for the single producer, one reservation at a time: until Commit, it
+// calls no Write and no other Reserve.
+func (h *Hub) Reserve(n int) []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || n <= 0 || len(h.buf) < h.retain+ReserveMax {
+		return nil
+	}
+	// At most half of retain, as a held Write's piece, so a held Commit finds room once
+	// the holder has caught up.
+	p := span(h.buf, h.end, min(n, ReserveMax, max(h.retain/2, 1)))
+	h.lent = len(p)
+	return p
+}
+
+// Commit appends the first n bytes of what the last Reserve lent to the stream, as Write
+// would have appended a copy of them, and wakes every waiter: while the stream is held
+// it first waits, as Write does, until the holder has released room for them. It ends
+// the reservation (n may be 0). After Close it returns 0, ErrClosed.
+func (h *Hub) Commit(n int) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n < 0 || n > h.lent {
+		panic(fmt.Sprintf("broadcast: Commit(%d) of a reservation of %d bytes", n, h.lent))
+	}
+	h.lent = 0
+	if h.closed {
+		return 0, ErrClosed
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := h.waitRoom(n); err != nil {
+		return 0, err
+	}
+	h.end += int64(n)
+	h.trim()
 	h.wake()
 	return n, nil
 }
@@ -131,32 +192,42 @@ func (h *Hub) writeHeld(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		k := min(len(p), max(h.retain/2, 1))
-		for h.held && h.end+int64(k)-h.hold > int64(h.retain) {
-			// Wake every batch reader first: the holder may wait for a batch boundary
-			// this Write would have crossed.
-			h.flushLocked(true)
-			if h.wakeHolder != nil {
-				h.wakeHolder()
-			}
-			if h.space == nil {
-				h.space = make(chan struct{})
-			}
-			ch := h.space
-			h.mu.Unlock()
-			<-ch
-			h.mu.Lock()
-			if h.closed {
-				return n - len(p), ErrClosed
-			}
+		if err := h.waitRoom(k); err != nil {
+			return n - len(p), err
 		}
 		h.grow(int(h.end-h.start) + k)
 		put(h.buf, h.end, p[:k])
 		h.end += int64(k)
-		h.start = max(h.start, h.end-int64(len(h.buf)))
+		h.trim()
 		p = p[k:]
 		h.wake()
 	}
 	return n, nil
+}
+
+// waitRoom waits, while the stream is held, until k more bytes fit without dropping a
+// byte at or past the hold. h.mu is held (and released while waiting). It returns
+// ErrClosed if the hub was closed meanwhile.
+func (h *Hub) waitRoom(k int) error {
+	for h.held && h.end+int64(k)-h.hold > int64(h.retain) {
+		// Wake every batch reader first: the holder may wait for a batch boundary
+		// this write would have crossed.
+		h.flushLocked(true)
+		if h.wakeHolder != nil {
+			h.wakeHolder()
+		}
+		if h.space == nil {
+			h.space = make(chan struct{})
+		}
+		ch := h.space
+		h.mu.Unlock()
+		<-ch
+		h.mu.Lock()
+		if h.closed {
+			return ErrClosed
+		}
+	}
+	return nil
 }
 
 // Hold makes the hub keep every byte from offset off on until Release lets it
@@ -210,10 +281,12 @@ func (h *Hub) signalSpace() {
 	}
 }
 
-// grow makes the ring hold at least need bytes (capped at retain), doubling
-// from initialSize, and moves the held bytes to their places in the new ring.
+// grow makes the ring hold at least need bytes (capped at retain+ReserveMax, its full
+// size), doubling from initialSize, and moves the held bytes to their places in the new
+// ring.
 func (h *Hub) grow(need int) {
-	if need <= len(h.buf) || len(h.buf) == h.retain {
+	full := h.retain + ReserveMax
+	if need <= len(h.buf) || len(h.buf) == full {
 		return
 	}
 	size := len(h.buf)
@@ -222,6 +295,9 @@ func (h *Hub) grow(need int) {
 	}
 	for size < need && size < h.retain {
 		size = min(size*2, h.retain)
+	}
+	if size < need {
+		size = full
 	}
 	nb := make([]byte, size)
 	for off := h.start; off < h.end; {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -118,7 +119,8 @@ func TestGrowth(t *testing.T) {
 		writes []int // sizes written in turn
 		sizes  []int // len(h.buf) after each write
 	}{
-		{DefaultRetain, []int{1, 4095, 1, 1 << 20, 8 << 20, 1}, []int{4096, 4096, 8192, 2 << 20, 4 << 20, 4 << 20}},
+		// A ring that must hold more than retain takes its full size, retain+ReserveMax.
+		{DefaultRetain, []int{1, 4095, 1, 1 << 20, 8 << 20, 1}, []int{4096, 4096, 8192, 2 << 20, 4 << 20, 4<<20 + ReserveMax}},
 		{5000, []int{4096, 1, 10}, []int{4096, 5000, 5000}},
 		{3 << 12, []int{5000, 5000}, []int{8192, 3 << 12}},
 		{100, []int{1}, []int{100}},
@@ -963,5 +965,164 @@ func TestHoldWakeStartsTheHolder(t *testing.T) {
 	run()
 	if !bytes.Equal(got, want) {
 		t.Fatalf("holder got %d bytes, want %d (equal prefix: %v)", len(got), len(want), bytes.Equal(got, want[:min(len(got), len(want))]))
+	}
+}
+
+// TestReserveLosesNothing: a producer that reads into the ring in place (Reserve, then
+// Commit; Write while the ring is below its full size) through a ring a fraction of the
+// stream's size: the holder, reading in place (HeldView), gets every byte in order; an
+// ordinary reader gets the right bytes at every offset and misses only what left the
+// ring; readers never see more than retain bytes, and the bytes a reservation lends are
+// none they read (under -race, a lent byte that a reader reads is a data race).
+func TestReserveLosesNothing(t *testing.T) {
+	const retain = 4 << 10
+	h := New(retain)
+	if err := h.Hold(0); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	want := make([]byte, 64*retain)
+	for i := range want {
+		want[i] = byte(rng.Uint32())
+	}
+	var reserved, short atomic.Int64
+	go func() {
+		for p := want; len(p) > 0; {
+			k := min(len(p), 1+rng.IntN(2*ReserveMax))
+			r := h.Reserve(k)
+			if r == nil {
+				if _, err := h.Write(p[:k]); err != nil {
+					t.Errorf("write: %v", err)
+					return
+				}
+				p = p[k:]
+				continue
+			}
+			if len(r) < min(k, retain/2) {
+				short.Add(1) // the ring's end
+			}
+			n := copy(r, p)
+			if _, err := h.Commit(n); err != nil {
+				t.Errorf("commit: %v", err)
+				return
+			}
+			reserved.Add(1)
+			p = p[n:]
+		}
+		h.Close()
+	}()
+	// An ordinary reader, at its own pace.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 700)
+		off := int64(0)
+		for {
+			ch := h.Notify()
+			n, missed, err := h.ReadAt(buf, off)
+			off += missed
+			if !bytes.Equal(buf[:n], want[off:off+int64(n)]) {
+				t.Errorf("reader: wrong bytes at %d", off)
+				return
+			}
+			off += int64(n)
+			if end, start := h.End(), h.Start(); end-start > retain {
+				t.Errorf("readers see %d bytes, more than retain", end-start)
+				return
+			}
+			if err == io.EOF {
+				return
+			}
+			if n == 0 {
+				<-ch
+			}
+		}
+	}()
+	var got []byte
+	off := int64(0)
+	for {
+		ch := h.Notify()
+		p, q, err := h.HeldView(off, 1000)
+		got = append(append(got, p...), q...)
+		off += int64(len(p) + len(q))
+		h.Release(off)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("HeldView(%d): %v", off, err)
+		}
+		if len(p) == 0 {
+			<-ch
+		}
+	}
+	<-done
+	if !bytes.Equal(got, want) {
+		t.Fatalf("holder read %d bytes, not the %d written", len(got), len(want))
+	}
+	if reserved.Load() == 0 || short.Load() == 0 {
+		t.Errorf("%d reservations, %d cut at the ring's end: the test did not cover them", reserved.Load(), short.Load())
+	}
+	if len(h.buf) != retain+ReserveMax {
+		t.Errorf("ring of %d bytes, want %d", len(h.buf), retain+ReserveMax)
+	}
+}
+
+// TestReserveAndCommitEdges: no reservation from a ring below its full size or a
+// closed hub; a Commit of nothing ends the reservation; a Commit after Close is
+// ErrClosed; a Commit of more than was lent panics.
+func TestReserveAndCommitEdges(t *testing.T) {
+	t.Parallel()
+	h := New(1024)
+	if p := h.Reserve(100); p != nil {
+		t.Fatalf("an empty hub lent %d bytes", len(p))
+	}
+	h.Write(make([]byte, 1024))
+	h.Write([]byte{0}) // past retain: the ring takes its full size
+	p := h.Reserve(1 << 20)
+	if len(p) == 0 || len(p) > 512 {
+		t.Fatalf("a full ring lent %d bytes", len(p))
+	}
+	if n, err := h.Commit(0); n != 0 || err != nil || h.End() != 1025 {
+		t.Fatalf("Commit(0): %d %v, End %d", n, err, h.End())
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("Commit of more than was lent did not panic")
+			}
+		}()
+		h.Commit(1)
+	}()
+	h.Reserve(10)
+	h.Close()
+	if n, err := h.Commit(10); n != 0 || !errors.Is(err, ErrClosed) {
+		t.Errorf("Commit after Close: %d %v", n, err)
+	}
+	if p := h.Reserve(10); p != nil {
+		t.Errorf("a closed hub lent %d bytes", len(p))
+	}
+}
+
+// BenchmarkProducer: a session's reader moving 4 KiB reads of a flood into a full ring,
+// the read itself stood in for by a copy from a source the size of a pty's buffer:
+// Write reads into a buffer of its own and copies it into the ring, Reserve reads into
+// the ring.
+func BenchmarkProducer(b *testing.B) {
+	src := stream(4 << 10)
+	for _, reserve := range []bool{false, true} {
+		b.Run(map[bool]string{false: "Write", true: "Reserve"}[reserve], func(b *testing.B) {
+			h := New(0)
+			h.Write(make([]byte, DefaultRetain+1)) // the ring at its full size
+			own := make([]byte, ReserveMax)
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				if reserve {
+					h.Commit(copy(h.Reserve(len(src)), src))
+				} else {
+					h.Write(own[:copy(own, src)])
+				}
+			}
+		})
 	}
 }

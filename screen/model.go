@@ -144,7 +144,12 @@ const inlineScan = 4 << 10
 // cursor position query, whose answer needs the emulator) it starts the answerer
 // goroutine. The producer calls it after each Write. Safe for concurrent use; reply must
 // not call back into the producer's Write.
-func (m *Model) Kick() {
+func (m *Model) Kick() { m.KickWrote(nil) }
+
+// KickWrote is Kick for the producer that has just written p (its last Write, whole):
+// when p is all the output not yet scanned, the inline scan reads p where it is instead
+// of copying it out of the hub. The caller must not change p before KickWrote returns.
+func (m *Model) KickWrote(p []byte) {
 	m.run.Lock()
 	if m.running || m.stopped {
 		m.run.Unlock()
@@ -153,39 +158,46 @@ func (m *Model) Kick() {
 	m.running = true
 	m.wg.Add(1)
 	m.run.Unlock()
-	if m.hub.End()-m.aoff <= inlineScan && m.scanInline() {
+	if wait := m.hub.End() - m.aoff; wait <= inlineScan && m.scanInline(p, wait) {
 		return
 	}
 	go m.answer()
 }
 
 // scanInline is Kick's scan of a small write, in the caller's goroutine, which holds
-// the answerer's role (running): it scans what waits, answers the queries found unless
-// one needs the emulator, and ends the role once caught up. It reports false when the
-// goroutine must take over (the queries found are then in pend, and the role with
-// them): a cursor position query, output that left the ring, or output written
-// meanwhile.
-func (m *Model) scanInline() bool {
+// the answerer's role (running): it scans what waits (wait bytes, the last of them
+// wrote if that is all of them), answers the queries found unless one needs the
+// emulator, and ends the role once caught up. It reports false when the goroutine must
+// take over (the queries found are then in pend, and the role with them): a cursor
+// position query, output that left the ring, or output written meanwhile.
+func (m *Model) scanInline(wrote []byte, wait int64) bool {
 	if m.asc == nil {
 		m.asc = new(Scanner)
 	}
-	bp := scanBufs.Get()
-	buf := (*bp)[:inlineScan]
 	ended := false
-	for {
-		n, missed, err := m.hub.ReadAt(buf, m.aoff)
-		if missed > 0 {
-			break // the goroutine resets the scanner and notes the gap
+	if wait > 0 && int64(len(wrote)) == wait {
+		// The producer's last Write is all that waits: scanned in place.
+		m.asc.Scan(wrote, m.aoff, m.keep)
+		m.aoff += wait
+		ended = m.hub.Closed() && m.hub.End() == m.aoff
+	} else {
+		bp := scanBufs.Get()
+		buf := (*bp)[:inlineScan]
+		for {
+			n, missed, err := m.hub.ReadAt(buf, m.aoff)
+			if missed > 0 {
+				break // the goroutine resets the scanner and notes the gap
+			}
+			if n > 0 {
+				m.asc.Scan(buf[:n], m.aoff, m.keep)
+				m.aoff += int64(n)
+				continue
+			}
+			ended = err != nil
+			break
 		}
-		if n > 0 {
-			m.asc.Scan(buf[:n], m.aoff, m.keep)
-			m.aoff += int64(n)
-			continue
-		}
-		ended = err != nil
-		break
+		scanBufs.Put(bp)
 	}
-	scanBufs.Put(bp)
 	for _, e := range m.pend {
 		if e.Query == QueryCPR || e.Query == QueryExtCPR {
 			return false

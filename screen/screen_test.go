@@ -660,3 +660,67 @@ func TestAnsweredCh(t *testing.T) {
 		t.Error("a model that answers nothing: the channel is not closed")
 	}
 }
+
+// TestKickWroteAnswersInPlace: a producer that hands each write to KickWrote, as a
+// session's reader does, gets every query answered once and in order, including queries
+// split across writes at every byte, while the inline scan reads each write where it is;
+// after each write the model has scanned the stream to its end.
+func TestKickWroteAnswersInPlace(t *testing.T) {
+	t.Parallel()
+	queries := []struct{ q, a string }{
+		{"\x1b[5n", "\x1b[0n"},
+		{"\x1b[c", "\x1b[?1;2c"},
+		{"\x1b]11;?\x1b\\", "\x1b]11;rgb:0000/0000/0000\x1b\\"},
+	}
+	var stream []byte
+	var want []string
+	for i := range 60 {
+		q := queries[i%len(queries)]
+		stream = append(stream, strings.Repeat("text ", i%7)...)
+		stream = append(stream, q.q...)
+		want = append(want, q.a)
+	}
+	for _, chunk := range []int{1, 2, 3, 5, 7, 11, 64} {
+		h := broadcast.New(0)
+		r := newReplies()
+		m := Follow(h, 24, 80, r.add)
+		for p := stream; len(p) > 0; {
+			w := p[:min(chunk, len(p))]
+			p = p[len(w):]
+			h.Write(w)
+			m.KickWrote(w)
+			m.wg.Wait() // each write is small: scanned inline, no answerer left running
+			if got := m.AnsweredTo(); got != h.End() {
+				t.Fatalf("chunks of %d: answered to %d after a write, stream at %d", chunk, got, h.End())
+			}
+		}
+		h.Close()
+		m.Close()
+		if got := r.wait(0); !slices.Equal(got, want) {
+			t.Fatalf("chunks of %d: %d answers, want %d; first %q", chunk, len(got), len(want), got[:min(3, len(got))])
+		}
+	}
+}
+
+// BenchmarkKickFlood: what a session's reader pays the model per 4 KiB read of a flood
+// (the hub's Write, then the inline scan): Kick copies the write back out of the hub to
+// scan it, KickWrote scans it where it is.
+func BenchmarkKickFlood(b *testing.B) {
+	chunk := bytes.Repeat([]byte("a"), 4<<10)
+	for _, c := range []struct {
+		name string
+		kick func(m *Model)
+	}{{"Kick", func(m *Model) { m.Kick() }}, {"KickWrote", func(m *Model) { m.KickWrote(chunk) }}} {
+		b.Run(c.name, func(b *testing.B) {
+			h := broadcast.New(0)
+			m := Follow(h, 24, 80, func([]byte) {})
+			b.SetBytes(int64(len(chunk)))
+			for b.Loop() {
+				h.Write(chunk)
+				c.kick(m)
+			}
+			h.Close()
+			m.Close()
+		})
+	}
+}

@@ -11,12 +11,12 @@ func (s *Session) startFeatures(rows, cols int) {
 	s.scr = startScreen(s, rows, cols)
 }
 
-// noteOutput runs in the reader goroutine after each chunk of output went into the hub:
-// it starts the transcript's recorder and the screen's query answerer if none runs
-// (recorder.kick, screen.Model.Kick).
-func (s *Session) noteOutput() {
+// noteOutput runs in the reader goroutine after each chunk of output, p, went into the
+// hub (p is still the reader's): it starts the transcript's recorder and the screen's
+// query answerer if none runs (recorder.kick, screen.Model.KickWrote).
+func (s *Session) noteOutput(p []byte) {
 	s.rec.kick()
-	s.scr.kick()
+	s.scr.kick(p)
 }
 
 // noteOutputEnd runs in the reader goroutine once the hub is closed: the recorder runs to

@@ -81,12 +81,13 @@ func (s *Session) awaitAnswers(ctx context.Context, deadline time.Time) {
 	}
 }
 
-// kick tells the model of new output (the reader calls it after each chunk): a small
-// chunk's queries are answered here, in the reader (their answers enqueued, see
-// startScreen), else the query answerer is started when it is not running.
-func (sc *screenState) kick() {
+// kick tells the model of new output p, the chunk the reader has just written to the
+// hub (the reader calls it after each chunk): a small chunk's queries are answered here,
+// in the reader (their answers enqueued, see startScreen), scanning p where it is, else
+// the query answerer is started when it is not running.
+func (sc *screenState) kick(p []byte) {
 	if sc != nil {
-		sc.m.Kick()
+		sc.m.KickWrote(p)
 	}
 }
 

@@ -285,10 +285,13 @@ func (s *Session) exitReady() {
 var readBuffers = pty.NewBufferPool(8 << 10)
 
 // readLoop is the session's one reader: it moves output into the hub until the end of the
-// stream. Each time a read finds nothing it flushes the hub (broadcast.Hub.Flush), so the
-// readers woken per batch (transcript, screen answerer, a collect in a flood) see the end
-// of every burst at once and need no timer. Owned by the session; stops at EOF/EIO or
-// when the output is closed.
+// stream. Once the hub's ring has its full size (the session printed a ring's worth, as
+// in a flood) it reads straight into the ring (broadcast.Hub.Reserve, Commit), so no byte
+// is copied after the kernel's copy; before that, into a pooled buffer that it writes to
+// the hub, so a quiet session keeps a small ring and, parked, no buffer. Each time a read
+// finds nothing it flushes the hub (broadcast.Hub.Flush), so the readers woken per batch
+// (transcript, screen answerer, a collect in a flood) see the end of every burst at once
+// and need no timer. Owned by the session; stops at EOF/EIO or when the output is closed.
 func (s *Session) readLoop() {
 	idle := s.hub.Flush
 	if s.rec != nil {
@@ -299,20 +302,37 @@ func (s *Session) readLoop() {
 			s.hub.Flush()
 		}
 	}
-	read := s.master.ReadPooled
+	read, readInto := s.master.ReadPooled, s.master.ReadHold
 	if !s.tty {
-		read = s.pipe.ReadPooled
+		read, readInto = s.pipe.ReadPooled, s.pipe.ReadHold
 	}
 	for {
-		buf, n, err := read(readBuffers, &s.readHeld, idle)
+		var buf []byte
+		var n int
+		var err error
+		lent := s.hub.Reserve(broadcast.ReserveMax)
+		if lent != nil {
+			buf = lent
+			n, err = readInto(lent, &s.readHeld, idle)
+		} else {
+			buf, n, err = read(readBuffers, &s.readHeld, idle)
+		}
 		if n > 0 {
 			if s.sh != nil {
 				s.sh.Feed(buf[:n], s.hub.End(), time.Now())
 			}
-			s.hub.Write(buf[:n])
+			if lent != nil {
+				s.hub.Commit(n)
+			} else {
+				s.hub.Write(buf[:n])
+			}
 			s.lastOut.Store(time.Now().UnixNano())
-			readBuffers.Put(buf)
-			s.noteOutput()
+			s.noteOutput(buf[:n])
+			if lent == nil {
+				readBuffers.Put(buf)
+			}
+		} else if lent != nil {
+			s.hub.Commit(0)
 		}
 		s.readHeld.Store(false)
 		if err != nil {
