@@ -129,20 +129,22 @@ const probeFilesKept = 10 * time.Second
 // the pattern and it still runs — the next call will look at the same threads — and are
 // closed now otherwise (a deadline, an exit, a cancelled call), so that an idle session
 // whose program is not at a prompt holds none. A timer (s.probeTimer, made by the first
-// collect that keeps them, stopped here when they are closed) closes them later.
+// collect that keeps them, stopped here when they are closed) closes them later, or at
+// once when the program exits (waitExit fires it).
 func (s *Session) keepProbeFiles(because string) {
+	t := s.probeTimer.Load()
 	if because != BecauseWaitingForInput && because != BecausePattern || s.isExited() {
 		s.wait.pr.Release()
-		if s.probeTimer != nil {
-			s.probeTimer.Stop()
+		if t != nil {
+			t.Stop()
 		}
 		return
 	}
-	if s.probeTimer == nil {
-		s.probeTimer = time.AfterFunc(probeFilesKept, s.releaseProbeFiles)
+	if t == nil {
+		s.probeTimer.Store(time.AfterFunc(probeFilesKept, s.releaseProbeFiles))
 		return
 	}
-	s.probeTimer.Reset(probeFilesKept)
+	t.Reset(probeFilesKept)
 }
 
 // releaseProbeFiles closes the detector's kept descriptors (s.probeTimer's function, in

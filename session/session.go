@@ -103,8 +103,9 @@ type Session struct {
 	readHeld atomic.Bool
 	wait     waitState // waiting.go: the waiting-for-input detector's cached facts
 	// probeTimer closes the detector's /proc descriptors kept past a collect
-	// (collect.go: keepProbeFiles); guarded by collectMu, nil until first kept.
-	probeTimer *time.Timer
+	// (collect.go: keepProbeFiles); nil until first kept. Made and reset under
+	// collectMu; the exit path fires it (waitExit).
+	probeTimer atomic.Pointer[time.Timer]
 
 	// Feature state; each type lives in its own file with its own owner (see hooks.go).
 	scr *screenState // screen.go: terminal emulator, query answers, screen view
@@ -612,6 +613,10 @@ func (s *Session) waitExit() {
 	s.m.mu.Unlock()
 	s.m.log.Debug("session ended", "session", s.id, "status", s.exitText())
 	close(s.exited)
+	// The detector's descriptors kept for the next look at the program have no use now.
+	if t := s.probeTimer.Load(); t != nil {
+		t.Reset(0)
+	}
 	// The call waiting for the exit (a collect) runs next, before the rest of this path:
 	// Go runs the goroutine woken last first, so each one woken below (watchers, the
 	// writer, the features' stop) would push that call behind the work of the recorder
