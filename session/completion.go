@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"os"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -122,7 +123,7 @@ func (l *textLog) flush() {
 		}
 	}
 	if l.f == nil {
-		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		f, err := openLog(l.path, syscall.O_APPEND)
 		if err != nil {
 			l.failed = true
 			return
@@ -144,7 +145,7 @@ func (l *textLog) create() {
 	if l.started || l.failed {
 		return
 	}
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	f, err := openLog(l.path, syscall.O_TRUNC|syscall.O_APPEND)
 	if err != nil {
 		l.failed = true
 		return
@@ -152,17 +153,42 @@ func (l *textLog) create() {
 	l.f, l.started = f, true
 }
 
+// openLog opens (creating it, mode 0600) the log's file at path for writing, with flag's
+// O_TRUNC and O_APPEND: two system calls (openat, and the F_GETFL of os.NewFile), where
+// os.OpenFile also tried the regular file on the runtime's poller and put its blocking
+// mode back, four more.
+func openLog(path string, flag int) (*os.File, error) {
+	fd, err := openCreate(path, flag)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// openCreate is open(2) of path for writing, created with mode 0600 if need be, with
+// flag's other flags, retried on EINTR.
+func openCreate(path string, flag int) (int, error) {
+	for {
+		fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_CLOEXEC|flag, 0o600)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
+}
+
 // createLogFile creates a log's file at path, empty (mode 0600), and closes it; the
 // recorder calls it when recording starts, while the program starts, so that the end of
 // a short command does not wait for a file to be created: creating one costs ~0.02 ms in
 // a home directory at rest and up to ~0.9 ms under /tmp on a VM, against an open of an
-// existing file. It reports whether the file was made, or failed to be.
+// existing file. It reports whether the file was made, or failed to be. Two system
+// calls: through os.OpenFile, the runtime also tried the file on its poller (which
+// refuses a regular file) and put its blocking mode back, five more.
 func createLogFile(path string) (made, failed bool) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	fd, err := openCreate(path, syscall.O_TRUNC)
 	if err != nil {
 		return false, true
 	}
-	if f.Close() != nil {
+	if syscall.Close(fd) != nil {
 		return false, true
 	}
 	return true, false
