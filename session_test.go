@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
+	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -272,13 +275,29 @@ func TestKillSessionTree(t *testing.T) {
 	t.Parallel()
 	_, c := newClient(t, session.Options{})
 	r := exec(t, c, session.ExecRequest{Argv: []string{"bash", "--norc", "--noprofile", "-i"}, Env: map[string]string{"PS1": "$ "}, WaitFor: `\$ $`})
-	script := `sleep 1001 & (trap '' HUP TERM; exec sleep 1002) & nohup sleep 1004 >/dev/null 2>&1 & setsid sh -c 'exec sleep 1005' </dev/null >/dev/null 2>&1 & sleep 0.3; echo READY; sleep 1003` + "\n"
+	script := `sleep 1001 & (trap '' HUP TERM; exec sleep 1002) & nohup sleep 1004 >/dev/null 2>&1 & setsid sh -c 'exec sleep 1005' </dev/null >/dev/null 2>&1 & echo READY; sleep 1003` + "\n"
 	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, Chars: script, WaitFor: "(?m)^READY", YieldTimeMs: new(int64(20000))})
 	if r.ReturnedBecause != session.BecausePattern {
 		t.Fatalf("jobs did not start: %q", r.Output)
 	}
-	if n := len(proctest.WithEnv("PTYHUB_SESSION=" + r.UUID)); n < 5 {
-		t.Fatalf("expected at least 5 processes in the session (bash and 4 jobs), found %d", n)
+	// Each job runs its sleep once its last exec is done (setsid forks, then execs sh,
+	// which execs sleep): a loaded machine may take longer than bash takes to print
+	// READY, and a process in the middle of an exec shows no environment for a moment.
+	// So wait on the process table for the five, not one look after a fixed pause.
+	want := []string{"sleep 1001", "sleep 1002", "sleep 1003", "sleep 1004", "sleep 1005"}
+	var found []string
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		found = found[:0]
+		for _, pid := range proctest.WithEnv("PTYHUB_SESSION=" + r.UUID) {
+			found = append(found, proc.CommandLine(pid))
+		}
+		if !slices.ContainsFunc(want, func(w string) bool { return !slices.Contains(found, w) }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session's processes are %q after 60 s; want bash and %q", found, want)
+		}
+		time.Sleep(10 * time.Millisecond) // a poll of the process table: its changes wake nobody
 	}
 	k, err := c.Kill(context.Background(), session.KillRequest{SessionID: r.SessionID})
 	if err != nil {
