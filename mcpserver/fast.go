@@ -110,10 +110,16 @@ func decodeCallParams(params json.RawMessage) (p *mcp.CallToolParamsRaw, triple,
 	return decodeCallParamsJSON(params)
 }
 
-// decodeCallParamsJSON is decodeCallParams for any params, decoded as JSON.
+// decodeCallParamsJSON is decodeCallParams for any params, decoded as JSON. Params with
+// a key twice (as decoded, escapes and all) are left to the SDK: its decoding merges
+// two "_meta" objects into one map, where the last one alone would count here.
 func decodeCallParamsJSON(params json.RawMessage) (p *mcp.CallToolParamsRaw, triple, ok bool) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(params, &m) != nil {
+		return nil, false, false
+	}
+	n := 0
+	if !members(params, func(_, _ []byte) bool { n++; return true }) || n != len(m) {
 		return nil, false, false
 	}
 	p = &mcp.CallToolParamsRaw{}
@@ -148,8 +154,8 @@ func decodeCallParamsJSON(params json.RawMessage) (p *mcp.CallToolParamsRaw, tri
 // scanCallParams is decodeCallParams for params (a JSON object) whose keys are written
 // without escapes, each once, and whose name, if a string, is printable ASCII without
 // escapes: it finds the members without decoding them (members). sure false: params of
-// another kind, which decodeCallParams decodes as JSON (a key twice, where the last one
-// counts; a key or name with escapes).
+// another kind, which decodeCallParams decodes as JSON (a key or name with escapes) or
+// leaves to the SDK (a key twice).
 func scanCallParams(params []byte) (p *mcp.CallToolParamsRaw, triple, ok, sure bool) {
 	var name, args, meta []byte
 	unknown := false

@@ -526,7 +526,8 @@ func (m *Manager) start(req *ExecRequest, owner *Client) (*Session, []string, er
 		started: now, lastUsed: now, rows: rows, cols: cols, owner: owner, pool: pool,
 		hub:  broadcast.New(m.opts.Retain),
 		quit: make(chan struct{}), exited: make(chan struct{}), drained: make(chan struct{}),
-		inFlight: 1}
+		inFlight: 1, spawned: make(chan struct{})}
+	defer close(s.spawned) // the program started, or could not: see waitSpawned
 	s.name = req.Name
 	s.rp.Store(rp)
 	if shell != "" {

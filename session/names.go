@@ -118,8 +118,18 @@ func (m *Manager) newestNamed(name string) *Session {
 func (c *Client) lookup(id string) (*Session, error) { return c.m.lookupIn(c.pool, id) }
 
 // lookupIn finds a session by name as seen from pool (see named), else by short id,
-// UUID or unique UUID prefix.
+// UUID or unique UUID prefix. A session being started is returned once its start has
+// finished (waitSpawned).
 func (m *Manager) lookupIn(pool, id string) (*Session, error) {
+	s, err := m.lookupSpawning(pool, id)
+	if s != nil {
+		s.waitSpawned()
+	}
+	return s, err
+}
+
+// lookupSpawning is lookupIn without the wait for a start.
+func (m *Manager) lookupSpawning(pool, id string) (*Session, error) {
 	id = strings.TrimSpace(id)
 	if id != "" && checkName(id) == nil {
 		s, err := m.named(pool, id)
@@ -168,6 +178,7 @@ func (c *Client) execExisting(ctx context.Context, s *Session, req *ExecRequest,
 		note += fmt.Sprintf("; %q was not started (kill the session first to replace it)", cmd)
 	}
 	warns = append(warns, note)
+	s.waitSpawned() // another call may be starting it now
 	s.begin()
 	defer s.end()
 	deadline := t0.Add(yield)

@@ -640,6 +640,7 @@ func (c *Client) List(ctx context.Context) (*ListResult, error) {
 		}
 	}
 	for _, s := range all {
+		s.waitSpawned() // a session being started: described once it runs (or could not)
 		state, code, sig, _, timedOut := s.exitFields()
 		s.mu.Lock()
 		info := Info{SessionID: strconv.Itoa(s.id), Name: s.name, UUID: s.uuid, Command: s.command,

@@ -102,6 +102,10 @@ type Session struct {
 	// yet in the hub (pty.Master.ReadHold); the waiting-for-input detector reads it.
 	readHeld atomic.Bool
 	wait     waitState // waiting.go: the waiting-for-input detector's cached facts
+	// spawned is closed when start has finished with the session: its program and
+	// terminal (master, output, pid, goroutines) are set, or it could not run. The
+	// session is in the manager's table before that; see waitSpawned.
+	spawned chan struct{}
 	// probeTimer closes the detector's /proc descriptors kept past a collect
 	// (collect.go: keepProbeFiles); nil until first kept. Made and reset under
 	// collectMu; the exit path fires it (waitExit).
@@ -164,6 +168,16 @@ type writeJob struct {
 	// started: the writer has let the job through (holdTypeahead) and noted its input;
 	// what is left to write starts at written. Only the writer touches it.
 	started bool
+}
+
+// waitSpawned returns once start has finished with s (at once for a session made
+// otherwise). A caller that found s in the manager's table calls it before it touches
+// s's terminal or program: start adds s there before it spawns the program, and another
+// call may find it in between.
+func (s *Session) waitSpawned() {
+	if s.spawned != nil {
+		<-s.spawned
+	}
 }
 
 // ID returns the short id.

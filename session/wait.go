@@ -140,6 +140,7 @@ func (c *Client) waitSet(ids []string) ([]*Session, error) {
 	c.m.mu.Unlock()
 	var out []*Session
 	for _, s := range mine {
+		s.waitSpawned() // one this client is starting now
 		s.mu.Lock()
 		reported := s.reported
 		s.mu.Unlock()
