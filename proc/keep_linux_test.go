@@ -3,7 +3,9 @@ package proc
 import (
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -144,5 +146,68 @@ func TestReaderKeepsThePidfd(t *testing.T) {
 	pr.Release()
 	if n := pidfds(t) - before; n != 0 {
 		t.Errorf("%d pidfds open after Release", n)
+	}
+}
+
+// countFDs counts this process's open descriptors.
+func countFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// TestReaderKeepsAtMostKeptMax: looks at every thread of a program with many threads keep
+// no more than KeptMax descriptors open (a kept Reader per session at a prompt counts
+// them in the server's descriptor budget), and every look still reads.
+func TestReaderKeepsAtMostKeptMax(t *testing.T) {
+	// Eight threads of this process, each locked to its goroutine until the test ends.
+	stop := make(chan struct{})
+	var started sync.WaitGroup
+	for range 8 {
+		started.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			started.Done()
+			<-stop
+			runtime.UnlockOSThread()
+		}()
+	}
+	defer close(stop)
+	started.Wait()
+	pid := os.Getpid()
+	in, ok := (&Reader{}).Stat(pid)
+	if !ok || in.Threads < 9 {
+		t.Fatalf("this process has %d threads, want at least 9", in.Threads)
+	}
+	before := countFDs(t)
+	var r Reader
+	r.Keep()
+	defer r.Release()
+	for range 2 {
+		if _, ok := r.Stat(pid); !ok {
+			t.Fatal("cannot read this process's stat")
+		}
+		tids := r.Tasks(pid, in.Threads)
+		for _, tid := range tids {
+			if _, ok := r.ThreadState(pid, tid); !ok {
+				t.Fatalf("cannot read the state of thread %d", tid)
+			}
+			r.ThreadBlocked(pid, tid)
+			r.ThreadRuntime(pid, tid)
+		}
+		r.AppendChildren(nil, pid, in.Threads)
+	}
+	if n := countFDs(t) - before; n > KeptMax {
+		t.Fatalf("%d descriptors kept open after looks at %d threads; want at most %d", n, in.Threads, KeptMax)
+	}
+	if len(r.kept) == 0 {
+		t.Fatal("no descriptor kept at all")
+	}
+	r.Release()
+	if n := countFDs(t) - before; n > 0 {
+		t.Fatalf("%d descriptors open after Release", n)
 	}
 }

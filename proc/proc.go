@@ -18,6 +18,11 @@ import (
 // ErrGone is returned for a process that does not exist (or no longer does).
 var ErrGone = errors.New("proc: no such process")
 
+// KeptMax is the most descriptors a Reader holds between Keep and Release: files of the
+// processes it read, and one pidfd (Linux; a Reader elsewhere keeps none). A caller that
+// keeps a Reader per session counts them in its descriptor budget.
+const KeptMax = 9
+
 // Info is one process's line of the process table.
 type Info struct {
 	PID, PPID int

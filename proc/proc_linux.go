@@ -23,8 +23,11 @@ type Reader struct {
 	pidfd, pidfdPid int
 }
 
-// maxKept bounds the descriptors a Reader keeps open between Keep and Release.
-const maxKept = 32
+// maxKept bounds the files a Reader keeps open between Keep and Release; with the pidfd
+// that makes KeptMax. Eight hold every file the detector reads of a single-threaded
+// program (its stat, and its thread's stat, syscall, schedstat and children); of a
+// program with many threads the first eight are kept and the rest opened at each read.
+const maxKept = KeptMax - 1
 
 // Keep makes the Reader keep each file it reads open, until Release, and read it again
 // through the same descriptor: a look repeated many times (the detector's tries while a
@@ -32,8 +35,8 @@ const maxKept = 32
 // one pread(2) a file instead of open, pread and close. A kept descriptor stays bound to
 // the process it was opened for: once that process is gone a read through it fails, and
 // the file is opened afresh (a new process with the same pid is read as before). At most
-// maxKept descriptors are kept, and the pidfd DupFD last opened (it is bound to its
-// process the same way).
+// maxKept files are kept, and the pidfd DupFD last opened (it is bound to its process the
+// same way): KeptMax descriptors in all.
 func (r *Reader) Keep() { r.keeping = true }
 
 // Release closes the descriptors kept since Keep and stops keeping them. The map goes

@@ -11,13 +11,16 @@ import (
 // Resource limits of the manager's own process. A session costs the manager three file
 // descriptors while it runs (terminal master, exit watch, transcript; a fourth for the
 // spill once its output passes half the ring; and, for probeFilesKept after a call that
-// found its program at a prompt, the detector's few /proc files of it) and none once it
-// has ended. The manager keeps fdReserve descriptors free for everything
-// else it does (the server accepting and answering its clients, reading transcripts),
-// so running out refuses new sessions cleanly instead of breaking what runs.
+// found its program at a prompt, the detector's /proc files of it and a pidfd, at most
+// proc.KeptMax) and none once it has ended. The manager keeps fdReserve descriptors free
+// for everything else it does (the server accepting and answering its clients, reading
+// transcripts), so running out refuses new sessions cleanly instead of breaking what
+// runs.
 const (
 	// fdsPerSession is the most a session holds while it starts.
 	fdsPerSession = 6
+	// fdsPerLive is the most a running session holds.
+	fdsPerLive = 4 + proc.KeptMax
 	// fdReserve is kept free for the server's clients and the manager's own files.
 	fdReserve = 48
 )
@@ -36,13 +39,14 @@ func (e *ResourceError) Unwrap() error { return ErrLimit }
 
 // checkFDs returns a ResourceError when starting one more session would eat into the
 // reserve. It counts the open descriptors only when the live sessions could come close
-// to the limit, so with a high limit it costs nothing.
+// to the limit (each holding the most a running session can), so with a high limit it
+// costs nothing.
 func (m *Manager) checkFDs(live int) error {
 	limit, ok := fdLimit()
 	if !ok {
 		return nil
 	}
-	if uint64(live+1)*fdsPerSession+fdReserve+256 < limit/2 {
+	if !mayNearFDLimit(live, limit) {
 		return nil
 	}
 	open, ok := openFDs()
@@ -56,6 +60,13 @@ func (m *Manager) checkFDs(live int) error {
 		"cannot start a session: the ptyhub server has %d of its %d file descriptors open (RLIMIT_NOFILE; %d running sessions, %d kept for its clients). "+
 			"End sessions you no longer need, or restart the server with a higher limit (ulimit -n)",
 		open, limit, live, fdReserve)}
+}
+
+// mayNearFDLimit reports whether live running sessions and one more starting could hold
+// half of limit descriptors with the reserve and the server's own (256): only then are
+// the open descriptors worth counting.
+func mayNearFDLimit(live int, limit uint64) bool {
+	return uint64(live)*fdsPerLive+fdsPerSession+fdReserve+256 >= limit/2
 }
 
 // resourceError turns an error of starting a session that comes from a limit (too many
