@@ -38,17 +38,9 @@ func members(data []byte, f func(key, value []byte) bool) bool {
 		if end < 0 || !f(key, data[start:end]) {
 			return false
 		}
-		i = skipSpace(data, end)
-		if i >= len(data) {
-			return false
-		}
-		switch data[i] {
-		case ',':
-			i = skipSpace(data, i+1)
-		case '}':
-			return skipSpace(data, i+1) == len(data)
-		default:
-			return false
+		var more, ok bool
+		if i, more, ok = nextItem(data, end, '}'); !more {
+			return ok
 		}
 	}
 }
@@ -70,19 +62,28 @@ func elements(data []byte, f func(value []byte) bool) bool {
 		if end < 0 || !f(data[i:end]) {
 			return false
 		}
-		i = skipSpace(data, end)
-		if i >= len(data) {
-			return false
-		}
-		switch data[i] {
-		case ',':
-			i = skipSpace(data, i+1)
-		case ']':
-			return skipSpace(data, i+1) == len(data)
-		default:
-			return false
+		var more, ok bool
+		if i, more, ok = nextItem(data, end, ']'); !more {
+			return ok
 		}
 	}
+}
+
+// nextItem moves past what follows a member or element of a container ending at i:
+// after a ',' to the next one (more), or past the container's closing bracket, which must
+// end data (ok). Anything else does not scan.
+func nextItem(data []byte, i int, closing byte) (next int, more, ok bool) {
+	i = skipSpace(data, i)
+	if i >= len(data) {
+		return 0, false, false
+	}
+	switch data[i] {
+	case ',':
+		return skipSpace(data, i+1), true, true
+	case closing:
+		return 0, false, skipSpace(data, i+1) == len(data)
+	}
+	return 0, false, false
 }
 
 // plainString reports whether the JSON value v is a string without escapes: its bytes
