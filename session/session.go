@@ -678,6 +678,10 @@ func (s *Session) isExited() bool {
 
 // kill ends every process of the session and waits for the leader's exit status.
 func (s *Session) kill(timedOut bool) []Survivor {
+	// A session found while its start runs (a client closed meanwhile) is killed once its
+	// program runs: a kill before the spawn would find nothing, and then wait for the
+	// program to end on its own.
+	s.waitSpawned()
 	s.mu.Lock()
 	if timedOut && !s.isExited() {
 		s.timedOut = true
