@@ -12,16 +12,21 @@ import (
 	"github.com/ptyhub/ptyhub/session"
 )
 
+// replService is a service whose write_stdin answers at once, as a REPL's turn does.
+func replService() *fakeService {
+	return &fakeService{write: func(context.Context, session.WriteRequest) (*session.Result, error) {
+		return &session.Result{SessionID: "1", State: session.StateRunning, ReturnedBecause: session.BecausePattern,
+			Output: "2\n>>> ", ChunkID: "c1", NextOffset: 42}, nil
+	}}
+}
+
 // BenchmarkWriteStdinCall: one write_stdin tool call through the MCP layer (Go client,
 // in-memory transport, a service that answers at once): what the MCP layer itself costs
 // a REPL turn, without the session or any process hop.
 func BenchmarkWriteStdinCall(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	svc := &fakeService{write: func(context.Context, session.WriteRequest) (*session.Result, error) {
-		return &session.Result{SessionID: "1", State: session.StateRunning, ReturnedBecause: session.BecausePattern,
-			Output: "2\n>>> ", ChunkID: "c1", NextOffset: 42}, nil
-	}}
+	svc := replService()
 	st, ct := mcp.NewInMemoryTransports()
 	srv := New(svc, Options{})
 	go srv.Serve(ctx, st)
@@ -45,10 +50,7 @@ func BenchmarkWriteStdinCall(b *testing.B) {
 func BenchmarkWriteStdinServer(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	svc := &fakeService{write: func(context.Context, session.WriteRequest) (*session.Result, error) {
-		return &session.Result{SessionID: "1", State: session.StateRunning, ReturnedBecause: session.BecausePattern,
-			Output: "2\n>>> ", ChunkID: "c1", NextOffset: 42}, nil
-	}}
+	svc := replService()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	srv := New(svc, Options{})
@@ -73,10 +75,7 @@ func BenchmarkWriteStdinServer(b *testing.B) {
 // server over pipes through LineTransport (as `ptyhub mcp` is reached), a service that
 // answers at once: both sides' cost of a call.
 func BenchmarkWriteStdinGoClient(b *testing.B) {
-	svc := &fakeService{write: func(context.Context, session.WriteRequest) (*session.Result, error) {
-		return &session.Result{SessionID: "1", State: session.StateRunning, ReturnedBecause: session.BecausePattern,
-			Output: "2\n>>> ", ChunkID: "c1", NextOffset: 42}, nil
-	}}
+	svc := replService()
 	cs, _ := goClient(b, New(svc, Options{}))
 	ctx := context.Background()
 	args := map[string]any{"session_id": "1", "chars": "1+1\n", "wait_for": ">>> $"}
@@ -101,10 +100,7 @@ func BenchmarkWriteStdinServerTriple(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			svc := &fakeService{write: func(context.Context, session.WriteRequest) (*session.Result, error) {
-				return &session.Result{SessionID: "1", State: session.StateRunning, ReturnedBecause: session.BecausePattern,
-					Output: "2\n>>> ", ChunkID: "c1", NextOffset: 42}, nil
-			}}
+			svc := replService()
 			inR, inW := io.Pipe()
 			outR, outW := io.Pipe()
 			defer inW.Close()

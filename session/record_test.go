@@ -302,6 +302,25 @@ func TestRecorderInputWaitsForOutput(t *testing.T) {
 	}
 }
 
+// heldUnrecordable returns a manager whose transcripts cannot be created (its state
+// directory is a file) and whose recorders' first run waits until the test closes
+// release.
+func heldUnrecordable(t *testing.T) (*Manager, chan struct{}) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewManager(Options{StateDir: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	release := make(chan struct{})
+	m.holdRecord = func() { <-release }
+	return m, release
+}
+
 // TestTranscriptFailureToldWhenRecorderIsLate: the first result of a running session
 // comes before its recorder has tried to create the transcript (held here, as a loaded
 // machine delays it): that result says the transcript is not recorded yet instead of
@@ -309,15 +328,7 @@ func TestRecorderInputWaitsForOutput(t *testing.T) {
 // (write_stdin) says it is not recorded, once.
 func TestTranscriptFailureToldWhenRecorderIsLate(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "file")
-	os.WriteFile(file, nil, 0o600)
-	m, err := NewManager(Options{StateDir: file}) // not a directory: the files cannot be created
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close(context.Background())
-	release := make(chan struct{})
-	m.holdRecord = func() { <-release }
+	m, release := heldUnrecordable(t)
 	m.recordWait = 100 * time.Millisecond // not a timing assumption: the recorder is held past it
 	c := m.NewClient("t")
 	y := int64(60000)
@@ -363,15 +374,7 @@ func TestTranscriptFailureToldWhenRecorderIsLate(t *testing.T) {
 // carries output waits for its attempt, and says the transcript is not recorded.
 func TestTranscriptFailureToldWithFirstOutput(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "file")
-	os.WriteFile(file, nil, 0o600)
-	m, err := NewManager(Options{StateDir: file}) // not a directory: the files cannot be created
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close(context.Background())
-	release := make(chan struct{})
-	m.holdRecord = func() { <-release }
+	m, release := heldUnrecordable(t)
 	c := m.NewClient("t")
 	zero := int64(0)
 	r, err := c.Exec(context.Background(), ExecRequest{Cmd: "read -r x; echo \"got $x\"; exec sleep 600", YieldTimeMs: &zero})
