@@ -82,13 +82,15 @@ func Getenv(pid int, key string) (string, bool) {
 	return v, ok
 }
 
-// LookupEnv is Getenv that also says whether the environment could be read: read is
-// false when it could not, or came back empty (a process between fork and exec, or in
-// the middle of an exec, shows none for a moment), so that a miss is worth trying again.
+// LookupEnv is Getenv that also says whether the answer is final: read is false when the
+// environment could not be read or came back empty for a reason that may pass (a
+// process between fork and exec, or in the middle of an exec, shows none for a moment),
+// so that a miss is worth trying again. Where the OS tells (Linux), a process that will
+// never show one — a kernel thread, another user's process — is read, without key.
 func LookupEnv(pid int, key string) (v string, ok, read bool) {
 	block, read := environ(pid)
 	if !read || len(block) == 0 {
-		return "", false, false
+		return "", false, read
 	}
 	v, ok = lookupEnv(block, key)
 	return v, ok, true

@@ -60,7 +60,8 @@ func procargs(pid int) (argv, env [][]byte, ok bool) {
 
 func environ(pid int) ([]byte, bool) {
 	_, env, ok := procargs(pid)
-	return bytes.Join(env, []byte{0}), ok
+	b := bytes.Join(env, []byte{0})
+	return b, ok && len(b) > 0 // none (yet): worth reading again, see LookupEnv
 }
 
 func commandLine(pid int) string {

@@ -77,7 +77,7 @@ func list() []Info {
 
 func environ(pid int) ([]byte, bool) {
 	b, err := unix.SysctlRaw("kern.proc.env", pid)
-	return b, err == nil
+	return b, err == nil && len(b) > 0 // none (yet): worth reading again, see LookupEnv
 }
 
 func commandLine(pid int) string {

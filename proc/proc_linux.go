@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"os"
 	"strconv"
@@ -393,9 +394,41 @@ func canReadExitStatus(pid int) bool {
 	return true
 }
 
+// environ reads /proc/PID/environ. An empty or failed read is final (read true, no
+// block) for a process that will never show this process an environment — another
+// user's (EACCES), or a kernel thread — and not (read false) otherwise: a process
+// between fork and exec, or inside an exec, shows none for a moment.
 func environ(pid int) ([]byte, bool) {
 	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	return b, err == nil
+	if err != nil && (errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)) {
+		return nil, true
+	}
+	if err != nil || len(b) == 0 {
+		return nil, kernelThread(pid) // a kernel thread's read fails (ESRCH: it has no memory)
+	}
+	return b, true
+}
+
+// pfKthread is the kernel's PF_KTHREAD flag, in the flags field of /proc/PID/stat.
+const pfKthread = 0x00200000
+
+// kernelThread reports whether pid is a kernel thread (false when it cannot tell).
+func kernelThread(pid int) bool {
+	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return false
+	}
+	b = b[i+2:]
+	var sp [7][2]int
+	if fieldSpans(b, sp[:]) < len(sp) {
+		return false
+	}
+	flags, ok := decimal(b[sp[6][0]:sp[6][1]])
+	return ok && flags&pfKthread != 0
 }
 
 func commandLine(pid int) string {

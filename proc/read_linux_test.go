@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"testing"
@@ -138,5 +139,45 @@ func TestExitStatusOfZombie(t *testing.T) {
 	}
 	if n := perCall(func() { StartTime(pid) }); n > 200 {
 		t.Errorf("StartTime allocates %d bytes a call, want at most 200", n)
+	}
+}
+
+// TestLookupEnvFinal: a kernel thread's environment (it has none) is read once and for
+// all, so a sweep does not wait for it to show one; a process of ours started with an
+// empty environment is not (it may be inside an exec).
+func TestLookupEnvFinal(t *testing.T) {
+	kthread := 0
+	for _, p := range List() {
+		if p.PID == 2 || p.PPID == 2 {
+			kthread = p.PID
+			break
+		}
+	}
+	if kthread == 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no kernel thread in the process table (pid 2 and its children)")
+		}
+		t.Skip("no kernel thread visible (a pid namespace?)")
+	}
+	if _, _, read := LookupEnv(kthread, "PATH"); !read {
+		t.Errorf("kernel thread %d (%s) is not read as final", kthread, CommandLine(kthread))
+	}
+
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(python, "-c", "import sys; sys.stdin.read()")
+	cmd.Env = []string{}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); cmd.Wait() }()
+	if _, _, read := LookupEnv(cmd.Process.Pid, "PATH"); read {
+		t.Errorf("a process of ours with an empty environment is read as final")
 	}
 }

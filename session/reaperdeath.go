@@ -71,7 +71,7 @@ func (m *Manager) takeFaults(seen *int) []string {
 func (s *Session) sweepOrphaned() []reaper.Survivor {
 	leaderStart := s.leaderStart
 	members := func() []int {
-		pids := sessionProcs(map[string]regEntry{s.uuid: {}})
+		pids := sessionProcs(map[string]regEntry{s.uuid: {}}, leaderStart)
 		if s.pid > 0 && leaderStart != 0 && procStart(s.pid) == leaderStart && !containsPid(pids, s.pid) {
 			pids = append(pids, s.pid)
 		}

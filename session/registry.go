@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -339,8 +341,12 @@ func (r *registry) sweepStale(log func(string, ...any)) {
 		}
 		return
 	}
+	since := uint64(math.MaxUint64)
+	for _, en := range stale {
+		since = min(since, en.LeaderStart) // 0 (unknown): every process
+	}
 	members := func() []int {
-		pids := sessionProcs(stale)
+		pids := sessionProcs(stale, since)
 		for _, en := range stale {
 			if en.Leader > 0 && en.LeaderStart != 0 && procStart(en.Leader) == en.LeaderStart {
 				pids = append(pids, en.Leader)
@@ -379,22 +385,56 @@ func logOwner(name string) (pid int, start uint64, ok bool) {
 }
 
 // sessionProcs lists live processes whose environment carries PTYHUB_SESSION=<uuid> for
-// one of the given sessions (one pass over the process table).
-func sessionProcs(sessions map[string]regEntry) []int {
+// one of the given sessions (one pass over the process table). A process started at or
+// after since (the earliest of the sessions' leaders; 0: any) whose environment shows
+// nothing for the moment — between fork and exec, or inside an exec — is read again
+// every millisecond, for at most 100 ms, until it shows one or is gone: taken for
+// unmarked at that moment, it would be left out of its session's kill.
+func sessionProcs(sessions map[string]regEntry, since uint64) []int {
 	var pids []int
+	var again []proc.Info
 	self := os.Getpid()
 	for _, p := range proc.List() {
 		if p.PID == self || p.Dead() {
 			continue
 		}
-		if v, ok := proc.Getenv(p.PID, reaper.EnvSession); ok {
-			if _, mine := sessions[v]; mine {
+		v, ok, read := proc.LookupEnv(p.PID, reaper.EnvSession)
+		if !read {
+			if p.Start >= since {
+				again = append(again, p)
+			}
+			continue
+		}
+		if _, mine := sessions[v]; ok && mine {
+			pids = append(pids, p.PID)
+		}
+	}
+	for try := 0; len(again) > 0 && try < 100; try++ {
+		if rereadHook != nil {
+			rereadHook()
+		}
+		time.Sleep(time.Millisecond)
+		left := again[:0]
+		for _, p := range again {
+			v, ok, read := proc.LookupEnv(p.PID, reaper.EnvSession)
+			if !read {
+				if procStart(p.PID) == p.Start {
+					left = append(left, p) // the same process, alive: not yet
+				}
+				continue
+			}
+			if _, mine := sessions[v]; ok && mine && procStart(p.PID) == p.Start {
 				pids = append(pids, p.PID)
 			}
 		}
+		again = left
 	}
 	return pids
 }
+
+// rereadHook, when set (tests), runs before each of sessionProcs' rounds of reading
+// again the processes that showed no environment.
+var rereadHook func()
 
 // procStart returns the start identifier of pid (see proc.Info.Start), 0 when it is gone
 // or a zombie.

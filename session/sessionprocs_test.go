@@ -1,0 +1,80 @@
+package session
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ptyhub/ptyhub/proc"
+	"github.com/ptyhub/ptyhub/reaper"
+)
+
+// TestSessionProcsWaitsForAnExec: a process of the session that shows no environment
+// when the table is first read (here: one started with an empty environment, which then
+// execs a program with PTYHUB_SESSION set, as a process caught inside an exec looks) is
+// read again and found, not taken for unmarked — or a sweep after the reaper's death
+// would leave it running.
+func TestSessionProcsWaitsForAnExec(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "go")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const tag = "11111111-2222-4333-8444-sessionprocs"
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(python, "-c", `import os, sys
+open(sys.argv[1]).read()
+os.execve(sys.argv[2], [sys.argv[2], "1000"], {sys.argv[3]: sys.argv[4]})`, fifo, sleep, reaper.EnvSession, tag)
+	cmd.Env = []string{} // an empty environment: nothing to read until the exec
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if _, _, read := proc.LookupEnv(pid, reaper.EnvSession); read {
+		t.Fatal("a process started with an empty environment shows one")
+	}
+
+	released := false
+	rereadHook = func() {
+		if released {
+			return
+		}
+		released = true
+		// Let the shell exec, and wait until the new program shows its environment.
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		f.WriteString("\n")
+		f.Close()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			if _, _, read := proc.LookupEnv(pid, reaper.EnvSession); read || time.Now().After(deadline) {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	t.Cleanup(func() { rereadHook = nil })
+
+	got := sessionProcs(map[string]regEntry{tag: {}}, 0)
+	if !released {
+		t.Fatal("the process without an environment was not read again")
+	}
+	if !slices.Contains(got, pid) {
+		t.Errorf("process %d (%s), of the session once it exec'd, was not found: %v", pid, proc.CommandLine(pid), got)
+	}
+}
