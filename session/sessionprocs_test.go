@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/reaper"
 )
@@ -29,11 +30,7 @@ func TestSessionProcsWaitsForAnExec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(python, "-c", `import os, sys
+	cmd := exec.Command(testtool.PythonBinary(t), "-c", `import os, sys
 open(sys.argv[1]).read()
 os.execve(sys.argv[2], [sys.argv[2], "1000"], {sys.argv[3]: sys.argv[4]})`, fifo, sleep, reaper.EnvSession, tag)
 	cmd.Env = []string{} // an empty environment: nothing to read until the exec
