@@ -141,21 +141,31 @@ func validUUID(id string) bool {
 }
 
 // openExclusive creates a new file 0600 (never following a symlink, never
-// reusing an existing file) and takes an exclusive flock on it.
+// reusing an existing file) and takes an exclusive flock on it. Five system calls
+// (open, fchmod, flock, and the F_GETFL of os.NewFile): through os.OpenFile the runtime
+// also tried the regular file on its poller, which refuses it, and put its blocking mode
+// back, four more.
 func openExclusive(path string, flag int) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Open(path, flag|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+		if err != syscall.EINTR {
+			break
+		}
+	}
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	if err := f.Chmod(0o600); err != nil { // whatever the umask was
-		f.Close()
-		return nil, err
+	if err := syscall.Fchmod(fd, 0o600); err != nil { // whatever the umask was
+		syscall.Close(fd)
+		return nil, &os.PathError{Op: "chmod", Path: path, Err: err}
 	}
-	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, err
+	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("flock: %w", err)
 	}
-	return f, nil
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 func flock(f *os.File, how int) error {
