@@ -45,10 +45,12 @@ package transcript
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -113,19 +115,25 @@ func SpillPath(dir, uuid string) string { return filepath.Join(dir, uuid+SpillEx
 // EnsureDir creates dir (and missing parents) with mode 0700 and checks it:
 // it must be a directory, not a symlink, owned by the current user. A dir
 // that others may read or write is narrowed to 0700.
+//
+// A dir that exists costs one lstat(2) (each session's start checks its directory
+// again); a missing one is made, then looked at.
 func EnsureDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("transcript: mkdir: %w", err)
-	}
 	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("transcript: mkdir: %w", err)
+		}
+		fi, err = os.Lstat(dir)
+	}
 	if err != nil {
 		return fmt.Errorf("transcript: %w", err)
 	}
 	if fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
 		return fmt.Errorf("transcript: %s is not a directory (a symlink or a file); refusing to write transcripts there", dir)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("transcript: %s is owned by uid %d, not by us (uid %d); refusing to write transcripts there", dir, st.Uid, os.Getuid())
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != selfUID() {
+		return fmt.Errorf("transcript: %s is owned by uid %d, not by us (uid %d); refusing to write transcripts there", dir, st.Uid, selfUID())
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		if err := os.Chmod(dir, 0o700); err != nil {
@@ -134,6 +142,10 @@ func EnsureDir(dir string) error {
 	}
 	return nil
 }
+
+// selfUID is this process's user id, asked of the kernel once (getuid(2) is a system
+// call each time; ptyhub never changes its user).
+var selfUID = sync.OnceValue(os.Getuid)
 
 // validUUID reports whether id can name a file: no separators, no dot files.
 func validUUID(id string) bool {
