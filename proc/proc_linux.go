@@ -107,7 +107,15 @@ func readFile(path string) ([]byte, error) { return readFileInto(path, make([]by
 
 // readFileInto is readFile into buf's spare capacity (grown when the file is larger): a
 // caller that passes an array on its stack reads a small file without allocating.
-func readFileInto(path string, buf []byte) ([]byte, error) {
+func readFileInto(path string, buf []byte) ([]byte, error) { return readInto(path, buf, false) }
+
+// readLineInto is readFileInto for a file of one line that the kernel makes whole at
+// the first read (/proc/PID/stat): a read that returns less than it asked for, ending
+// with the line's newline, is the whole file, so the read(2) that would only have
+// found its end is not made (three system calls, not four).
+func readLineInto(path string, buf []byte) ([]byte, error) { return readInto(path, buf, true) }
+
+func readInto(path string, buf []byte, line bool) ([]byte, error) {
 	var fd int
 	var err error
 	for {
@@ -135,7 +143,11 @@ func readFileInto(path string, buf []byte) ([]byte, error) {
 		if n == 0 {
 			return b, nil
 		}
+		short := len(b)+n < cap(b)
 		b = b[:len(b)+n]
+		if line && short && b[len(b)-1] == '\n' {
+			return b, nil
+		}
 	}
 }
 
@@ -297,7 +309,7 @@ func (r *Reader) AppendChildren(out []int, pid, threads int) []int {
 
 func stat(pid int) (Info, error) {
 	var buf [512]byte
-	b, err := readFileInto("/proc/"+strconv.Itoa(pid)+"/stat", buf[:])
+	b, err := readLineInto("/proc/"+strconv.Itoa(pid)+"/stat", buf[:])
 	if err != nil {
 		return Info{}, ErrGone
 	}
@@ -457,7 +469,7 @@ func threadStates(pid int) ([]byte, bool) {
 
 func exitStatus(pid int) (syscall.WaitStatus, bool) {
 	var buf [512]byte
-	b, err := readFileInto("/proc/"+strconv.Itoa(pid)+"/stat", buf[:])
+	b, err := readLineInto("/proc/"+strconv.Itoa(pid)+"/stat", buf[:])
 	if err != nil {
 		return 0, false
 	}

@@ -45,10 +45,12 @@ package transcript
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -113,19 +115,25 @@ func SpillPath(dir, uuid string) string { return filepath.Join(dir, uuid+SpillEx
 // EnsureDir creates dir (and missing parents) with mode 0700 and checks it:
 // it must be a directory, not a symlink, owned by the current user. A dir
 // that others may read or write is narrowed to 0700.
+//
+// A dir that exists costs one lstat(2) (each session's start checks its directory
+// again); a missing one is made, then looked at.
 func EnsureDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("transcript: mkdir: %w", err)
-	}
 	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("transcript: mkdir: %w", err)
+		}
+		fi, err = os.Lstat(dir)
+	}
 	if err != nil {
 		return fmt.Errorf("transcript: %w", err)
 	}
 	if fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
 		return fmt.Errorf("transcript: %s is not a directory (a symlink or a file); refusing to write transcripts there", dir)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("transcript: %s is owned by uid %d, not by us (uid %d); refusing to write transcripts there", dir, st.Uid, os.Getuid())
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != selfUID() {
+		return fmt.Errorf("transcript: %s is owned by uid %d, not by us (uid %d); refusing to write transcripts there", dir, st.Uid, selfUID())
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		if err := os.Chmod(dir, 0o700); err != nil {
@@ -135,27 +143,41 @@ func EnsureDir(dir string) error {
 	return nil
 }
 
+// selfUID is this process's user id, asked of the kernel once (getuid(2) is a system
+// call each time; ptyhub never changes its user).
+var selfUID = sync.OnceValue(os.Getuid)
+
 // validUUID reports whether id can name a file: no separators, no dot files.
 func validUUID(id string) bool {
 	return id != "" && !strings.ContainsAny(id, "/\x00") && !strings.HasPrefix(id, ".")
 }
 
 // openExclusive creates a new file 0600 (never following a symlink, never
-// reusing an existing file) and takes an exclusive flock on it.
+// reusing an existing file) and takes an exclusive flock on it. Five system calls
+// (open, fchmod, flock, and the F_GETFL of os.NewFile): through os.OpenFile the runtime
+// also tried the regular file on its poller, which refuses it, and put its blocking mode
+// back, four more.
 func openExclusive(path string, flag int) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Open(path, flag|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+		if err != syscall.EINTR {
+			break
+		}
+	}
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	if err := f.Chmod(0o600); err != nil { // whatever the umask was
-		f.Close()
-		return nil, err
+	if err := syscall.Fchmod(fd, 0o600); err != nil { // whatever the umask was
+		syscall.Close(fd)
+		return nil, &os.PathError{Op: "chmod", Path: path, Err: err}
 	}
-	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, err
+	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("flock: %w", err)
 	}
-	return f, nil
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 func flock(f *os.File, how int) error {
