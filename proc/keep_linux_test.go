@@ -211,3 +211,75 @@ func TestReaderKeepsAtMostKeptMax(t *testing.T) {
 		t.Fatalf("%d descriptors open after Release", n)
 	}
 }
+
+// keptChildrenFDs counts this process's open descriptors of children files of pid.
+func keptChildrenFDs(t *testing.T, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, want := 0, "/proc/"+strconv.Itoa(pid)+"/task/"+strconv.Itoa(pid)+"/children"
+	for _, e := range ents {
+		if l, _ := os.Readlink("/proc/self/fd/" + e.Name()); l == want {
+			n++
+		}
+	}
+	return n
+}
+
+// TestReaderKeepsTheChildrenFile: between Keep and Release the children file of a
+// thread without children stays open like the other files (a detector at a prompt reads
+// it at every look), and each read through it is fresh: a child started later is seen.
+// Once the thread is gone, its kept children file (which the kernel then reads as empty,
+// as for a thread without children) is dropped at the next read, and Release closes what
+// is kept.
+func TestReaderKeepsTheChildrenFile(t *testing.T) {
+	// sh waits for a line, then starts a child and waits for it.
+	cmd := exec.Command("sh", "-c", "read line; sleep 1000 & wait")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	pid := cmd.Process.Pid
+	var r Reader
+	r.Keep()
+	defer r.Release()
+	if kids := r.AppendChildren(nil, pid, 1); len(kids) != 0 {
+		t.Fatalf("sh has children %v before its line", kids)
+	}
+	if n := keptChildrenFDs(t, pid); n != 1 {
+		t.Fatalf("%d descriptors of sh's children file open after a read with Keep; want 1", n)
+	}
+	in.Write([]byte("go\n"))
+	var kids []int
+	for len(kids) == 0 {
+		kids = r.AppendChildren(nil, pid, 1) // read again until sh has started sleep
+	}
+	defer syscall.Kill(kids[0], syscall.SIGKILL)
+	if n := keptChildrenFDs(t, pid); n != 1 {
+		t.Fatalf("%d descriptors of sh's children file open after reads through it; want 1", n)
+	}
+	syscall.Kill(kids[0], syscall.SIGKILL)
+	cmd.Process.Kill()
+	cmd.Wait()
+	if kids := r.AppendChildren(nil, pid, 1); len(kids) != 0 {
+		t.Fatalf("a reaped process has children %v", kids)
+	}
+	if n := keptChildrenFDs(t, pid); n != 0 {
+		t.Errorf("%d descriptors of a reaped process's children file still open", n)
+	}
+	before := countFDs(t)
+	r.AppendChildren(nil, os.Getpid(), 1)
+	if countFDs(t) <= before {
+		t.Fatal("no descriptor kept for this process's children file")
+	}
+	r.Release()
+	if n := countFDs(t) - before; n != 0 {
+		t.Errorf("%d descriptors open after Release", n)
+	}
+}

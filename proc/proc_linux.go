@@ -16,19 +16,36 @@ import (
 // waiting-for-input detector). Not safe for concurrent use; the zero value is ready.
 type Reader struct {
 	buf []byte
-	// kept holds, between Keep and Release, the descriptors of the files read, by path.
-	kept    map[string]int
-	keeping bool
+	// kept holds, between Keep and Release, the descriptors of the files read, by path;
+	// children those of the children files read, each with its liveness check
+	// (keptChildren). Together they hold at most maxKept descriptors.
+	kept     map[string]int
+	children map[string]keptChildren
+	keeping  bool
 	// pidfd is, between Keep and Release, the pidfd of process pidfdPid that the last
 	// DupFD opened (pidfdPid 0: none).
 	pidfd, pidfdPid int
 }
 
-// maxKept bounds the files a Reader keeps open between Keep and Release; with the pidfd
-// that makes KeptMax. Eight hold every file the detector reads of a single-threaded
-// program (its stat, and its thread's stat, syscall, schedstat and children); of a
-// program with many threads the first eight are kept and the rest opened at each read.
+// maxKept bounds the descriptors of files a Reader keeps open between Keep and Release;
+// with the pidfd that makes KeptMax. Eight hold every file the detector reads of a
+// single-threaded program (its stat, and its thread's stat, syscall, schedstat, and
+// children with its liveness check); of a program with many threads the first eight are
+// kept and the rest opened at each read.
 const maxKept = KeptMax - 1
+
+// keptChildren is a children file (/proc/PID/task/TID/children) kept open, with a
+// descriptor of the same thread's stat file opened just before it. A kept children file
+// cannot say by itself that its thread is gone: the kernel reads it as empty then, as for
+// a thread without children, where the other files fail with ESRCH. After an empty read,
+// the stat file read through live tells them apart: still readable, the thread it was
+// opened for is alive, so the children file (opened after it, while it was alive) is
+// that thread's, and the pid names it still; unreadable, both are dropped and opened
+// afresh. A read that is not empty needs no check: only a live thread has children.
+type keptChildren struct{ fd, live int }
+
+// nkept counts the descriptors in r.kept and r.children.
+func (r *Reader) nkept() int { return len(r.kept) + 2*len(r.children) }
 
 // Keep makes the Reader keep each file it reads open, until Release, and read it again
 // through the same descriptor: a look repeated many times (the detector's tries while a
@@ -46,11 +63,15 @@ func (r *Reader) Release() {
 	for _, fd := range r.kept {
 		unix.Close(fd)
 	}
+	for _, k := range r.children {
+		unix.Close(k.fd)
+		unix.Close(k.live)
+	}
 	if r.pidfdPid != 0 {
 		unix.Close(r.pidfd)
 		r.pidfdPid = 0
 	}
-	r.kept = nil
+	r.kept, r.children = nil, nil
 	r.keeping = false
 }
 
@@ -73,7 +94,7 @@ func (r *Reader) read(path string) ([]byte, bool) {
 		return nil, false
 	}
 	b, ok := r.pread(fd)
-	if ok && r.keeping && len(r.kept) < maxKept {
+	if ok && r.keeping && r.nkept() < maxKept {
 		if r.kept == nil {
 			r.kept = map[string]int{}
 		}
@@ -81,6 +102,52 @@ func (r *Reader) read(path string) ([]byte, bool) {
 	} else {
 		unix.Close(fd)
 	}
+	return b, ok
+}
+
+// readChildren reads the children file of the thread whose /proc directory is dir
+// (/proc/PID/task/TID/), as read does, but keeps it with its liveness check
+// (keptChildren). ok is false when the thread has no children or is gone.
+func (r *Reader) readChildren(dir string) ([]byte, bool) {
+	if r.buf == nil {
+		r.buf = make([]byte, 512)
+	}
+	path := dir + "children"
+	if k, ok := r.children[path]; ok {
+		if b, ok := r.pread(k.fd); ok {
+			return b, true
+		}
+		if _, alive := r.pread(k.live); alive {
+			return nil, false // no children
+		}
+		unix.Close(k.fd) // its thread is gone (or the pid names another one now)
+		unix.Close(k.live)
+		delete(r.children, path)
+	}
+	if !r.keeping || r.nkept()+2 > maxKept {
+		return r.read(path)
+	}
+	live, err := unix.Open(dir+"stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(live)
+		return nil, false
+	}
+	b, ok := r.pread(fd)
+	if !ok {
+		if _, alive := r.pread(live); !alive {
+			unix.Close(fd)
+			unix.Close(live)
+			return nil, false
+		}
+	}
+	if r.children == nil {
+		r.children = map[string]keptChildren{}
+	}
+	r.children[path] = keptChildren{fd, live}
 	return b, ok
 }
 
@@ -294,7 +361,7 @@ func (r *Reader) Tasks(pid, threads int) []int {
 // AppendChildren appends the children of every thread of pid (threads as in Info).
 func (r *Reader) AppendChildren(out []int, pid, threads int) []int {
 	for _, tid := range r.Tasks(pid, threads) {
-		b, ok := r.read("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/children")
+		b, ok := r.readChildren("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/")
 		if !ok {
 			continue
 		}

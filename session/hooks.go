@@ -53,11 +53,12 @@ func (s *Session) stopFeatures() {
 // for itself (readline, an editor) shows what it wants in its output, and one that does
 // not (a raw-mode password prompt: prompt_toolkit's is_password, `stty raw -echo`) is
 // reading a secret, which the termios flags cannot tell apart.
-func (s *Session) inputHidden() bool {
+// at holds the terminal's flags read for the input's start (see startJob).
+func (s *Session) inputHidden(at *termAttrs) bool {
 	if !s.tty {
 		return false
 	}
-	a, err := s.master.Attrs()
+	a, err := at.get(s)
 	return err == nil && !a.Echo
 }
 

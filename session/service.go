@@ -349,7 +349,9 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 	}
 	var job *writeJob
 	if len(data) > 0 || req.CloseStdin {
-		if s.tty && len(data) > 0 {
+		// No line of data is longer than data: a short write needs no look at the
+		// terminal's mode.
+		if s.tty && len(data) > MaxCanonLine {
 			if a, err := s.master.Attrs(); err == nil && a.Canonical {
 				if l := longestCanonLine(data, a.ICRNL, a.EOF); l > MaxCanonLine {
 					return nil, fmt.Errorf("%w: a line of %d bytes is longer than the terminal's canonical-mode limit of %d, and the kernel would silently cut it; write the data to a file and pass its name, or send shorter lines", ErrInvalid, l, MaxCanonLine)

@@ -399,12 +399,13 @@ func (s *Session) writeLoop() {
 		s.qmu.Unlock()
 		var err error
 		if !job.started {
-			if !s.holdTypeahead(job) {
+			var at termAttrs
+			if !s.holdTypeahead(job, &at) {
 				job.done <- fmt.Errorf("%w: session %d", ErrExited, s.id)
 				s.writing.Add(-int64(len(job.data)))
 				continue // the session is torn down: the loop's next turn fails the queue
 			}
-			s.startJob(job)
+			s.startJob(job, &at)
 		}
 		for p := job.data[job.written.Load():]; len(p) > 0 && err == nil; {
 			chunk := p[:min(len(p), 4096)]
@@ -427,12 +428,13 @@ func (s *Session) writeLoop() {
 
 // noteFlow follows output flow control through the input: with IXON on, VSTOP stops
 // the terminal's output and VSTART (or, with IXANY, any byte) restarts it. Called by the
-// writer before data is written; every byte to the terminal goes through the writer.
-func (s *Session) noteFlow(data []byte) {
+// writer before data is written, with the terminal's flags read for it (at); every byte
+// to the terminal goes through the writer.
+func (s *Session) noteFlow(data []byte, at *termAttrs) {
 	if !s.tty {
 		return
 	}
-	a, err := s.master.Attrs()
+	a, err := at.get(s)
 	if err != nil {
 		return
 	}
@@ -526,10 +528,11 @@ func (s *Session) enqueueJob(job *writeJob) (*writeJob, error) {
 // queue is full; true once the job is done (its result sent on done). The caller holds
 // the writer's role (writerOn). Terminal sessions only.
 func (s *Session) writeNow(job *writeJob) bool {
-	if !s.mayWrite(job, time.Now()) {
+	var at termAttrs
+	if !s.mayWrite(job, time.Now(), &at) {
 		return false
 	}
-	s.startJob(job)
+	s.startJob(job, &at)
 	var err error
 	for p := job.data; len(p) > 0; {
 		var n int
@@ -550,10 +553,33 @@ func (s *Session) writeNow(job *writeJob) bool {
 }
 
 // startJob notes a job's input as it starts to go out (flow control, the transcript).
-func (s *Session) startJob(job *writeJob) {
+// at holds the terminal's flags if the writer has just read them (mayWrite, which let
+// the job go); startJob reads them otherwise, once for both notes.
+func (s *Session) startJob(job *writeJob, at *termAttrs) {
 	job.started = true
-	s.noteFlow(job.data)
-	s.noteInput(job.data, s.inputHidden())
+	s.noteFlow(job.data, at)
+	s.noteInput(job.data, s.inputHidden(at))
+}
+
+// termAttrs is the terminal's flags as the writer reads them for one job, at most once:
+// the look that decides whether the input may go now (mayWrite), the flow control it
+// changes (noteFlow) and whether the transcript keeps it (inputHidden) then see the
+// same flags, read just before the write: one tcgetattr where there were three. When
+// mayWrite looked at the program too (echo on), the start reads them again after that
+// look (two).
+type termAttrs struct {
+	a    pty.Attrs
+	err  error
+	read bool
+}
+
+// get returns the flags, reading them from s's terminal the first time.
+func (t *termAttrs) get(s *Session) (pty.Attrs, error) {
+	if !t.read {
+		t.a, t.err = s.master.Attrs()
+		t.read = true
+	}
+	return t.a, t.err
 }
 
 // waitExit records the leader's exit, then sweeps what is left of the session's tree and

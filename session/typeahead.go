@@ -32,12 +32,14 @@ var typeaheadBackoff = []time.Duration{
 //
 // It runs in the writer goroutine, before the input is noted and written; the caller's
 // Write returns at its yield with the bytes still queued, as for a program that does not
-// read. It returns false if the session ended meanwhile.
-func (s *Session) holdTypeahead(job *writeJob) bool {
+// read. It returns false if the session ended meanwhile. When it returns true, at holds
+// the terminal's flags of the look that let the input go (if it read them).
+func (s *Session) holdTypeahead(job *writeJob, at *termAttrs) bool {
 	var timer *time.Timer
 	start := time.Now()
 	for i := 0; ; i++ {
-		if s.mayWrite(job, start) {
+		*at = termAttrs{} // each look reads the flags afresh
+		if s.mayWrite(job, start, at) {
 			return true
 		}
 		d := typeaheadBackoff[min(i, len(typeaheadBackoff)-1)]
@@ -57,12 +59,13 @@ func (s *Session) holdTypeahead(job *writeJob) bool {
 
 // mayWrite reports whether job's input may be written now, by the rules of
 // holdTypeahead, for a job held since start. Only the writer (whoever holds writerOn)
-// calls it: it uses the writer's cache, s.ahead.
-func (s *Session) mayWrite(job *writeJob, start time.Time) bool {
+// calls it: it uses the writer's cache, s.ahead. It reads the terminal's flags through
+// at (see termAttrs), where the job's start finds them.
+func (s *Session) mayWrite(job *writeJob, start time.Time, at *termAttrs) bool {
 	if !s.tty || !waitDetectionAvailable || len(job.data) == 0 {
 		return true
 	}
-	a, err := s.master.Attrs()
+	a, err := at.get(s)
 	if err != nil || !a.Echo {
 		return true
 	}
@@ -72,7 +75,12 @@ func (s *Session) mayWrite(job *writeJob, start time.Time) bool {
 	if s.ahead == nil {
 		s.ahead = new(waitState)
 	}
-	return !s.readerAhead(s.ahead) || time.Since(start) >= maxTypeaheadHold
+	ok := !s.readerAhead(s.ahead) || time.Since(start) >= maxTypeaheadHold
+	// The look at the program took a while, and a program that turned echo off and
+	// blocked to read a password meanwhile is what it let through: the input's start
+	// reads the flags afresh.
+	*at = termAttrs{}
+	return ok
 }
 
 // hasCC reports whether data holds the control character c (0 means disabled).
