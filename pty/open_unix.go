@@ -98,8 +98,6 @@ func getsize(f *os.File) (rows, cols int, err error) {
 	return creack.Getsize(f)
 }
 
-func readFd(fd int, p []byte) (int, error) { return unix.Read(fd, p) }
-
 func attrs(fd int) (Attrs, error) {
 	t, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
 	if err != nil {
