@@ -14,15 +14,14 @@ import (
 // the server: a package-level table that only some command needs is built on first use
 // instead (sync.Once), and a package that needs none stays off this list.
 var initWork = map[string]string{
-	"main":                                "the command table",
-	"github.com/ptyhub/ptyhub/broadcast":  "a closed channel shared by every hub",
-	"github.com/ptyhub/ptyhub/proc":       "device numbers of /dev/tty and /dev/ptmx",
-	"github.com/ptyhub/ptyhub/reaper":     "the hook that turns the re-executed binary into a reaper",
-	"github.com/ptyhub/ptyhub/screen":     "a closed channel and the input modes",
-	"github.com/ptyhub/ptyhub/server":     "the registry of the wire operations",
-	"github.com/ptyhub/ptyhub/session":    "buffer pools and word lists",
-	"github.com/ptyhub/ptyhub/transcript": "the buffer pool",
-	"github.com/ptyhub/ptyhub/truncate":   "the byte classes of the token estimate",
+	"main":                               "the command table",
+	"github.com/ptyhub/ptyhub/broadcast": "a closed channel shared by every hub",
+	"github.com/ptyhub/ptyhub/proc":      "device numbers of /dev/tty and /dev/ptmx",
+	"github.com/ptyhub/ptyhub/reaper":    "the hook that turns the re-executed binary into a reaper",
+	"github.com/ptyhub/ptyhub/screen":    "a closed channel",
+	"github.com/ptyhub/ptyhub/server":    "the registry of the wire operations",
+	"github.com/ptyhub/ptyhub/session":   "sync.OnceValue closures, the retention map, the read buffers' pool",
+	"github.com/ptyhub/ptyhub/truncate":  "the token counter's sync.OnceValue",
 }
 
 // TestStartInitWork runs `ptyhub version` with GODEBUG=inittrace=1, which prints a line
