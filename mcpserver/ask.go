@@ -23,17 +23,26 @@ type askOutput struct {
 	Elicited bool `json:"elicited"`
 }
 
-var personText = map[string]string{
-	session.PersonAnswered: "The person answered: the program read their input and moved on.",
-	session.PersonReleased: "The person gave the session back.",
-	session.PersonExited:   "The program exited while the person had it.",
-	session.PersonTimeout:  "Nobody came before timeout_ms; the session still waits for a person.",
+// personText is the sentence for how the person's turn ended (a switch, not a map built
+// while the package initialises).
+func personText(person string) string {
+	switch person {
+	case session.PersonAnswered:
+		return "The person answered: the program read their input and moved on."
+	case session.PersonReleased:
+		return "The person gave the session back."
+	case session.PersonExited:
+		return "The program exited while the person had it."
+	case session.PersonTimeout:
+		return "Nobody came before timeout_ms; the session still waits for a person."
+	}
+	return ""
 }
 
 // Text renders the result for the model.
 func (o *askOutput) Text() string {
 	var b strings.Builder
-	b.WriteString(personText[o.Person])
+	b.WriteString(personText(o.Person))
 	b.WriteString(" What they typed is not shown.\n")
 	b.WriteString(o.Result.Text())
 	return b.String()

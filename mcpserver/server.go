@@ -30,6 +30,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -269,17 +270,31 @@ func dropNull(s *jsonschema.Schema) {
 	dropNull(s.AdditionalProperties)
 }
 
-// toolArgs lists each tool's argument names, for argument errors.
-var toolArgs = map[string]string{
-	"exec_command":   argNames[session.ExecRequest](),
-	"write_stdin":    argNames[session.WriteRequest](),
-	"read_output":    argNames[session.ReadRequest](),
-	"list_sessions":  "none",
-	"kill_session":   argNames[session.KillRequest](),
-	"resize_session": argNames[session.ResizeRequest](),
-	"wait_sessions":  argNames[session.WaitRequest](),
-	"ask_human":      argNames[session.AskRequest](),
+// toolArgs returns each tool's argument names, for argument errors. The table is built
+// on the first argument error (by reflection over the request types), not while the
+// package initialises: every command of the binary runs this package's initialisation,
+// and only a call with wrong arguments needs it. (A sync.Once, not sync.OnceValue, whose
+// closure would be allocated at initialisation.)
+func toolArgs() map[string]string {
+	toolArgsOnce.Do(func() {
+		toolArgsTable = map[string]string{
+			"exec_command":   argNames[session.ExecRequest](),
+			"write_stdin":    argNames[session.WriteRequest](),
+			"read_output":    argNames[session.ReadRequest](),
+			"list_sessions":  "none",
+			"kill_session":   argNames[session.KillRequest](),
+			"resize_session": argNames[session.ResizeRequest](),
+			"wait_sessions":  argNames[session.WaitRequest](),
+			"ask_human":      argNames[session.AskRequest](),
+		}
+	})
+	return toolArgsTable
 }
+
+var (
+	toolArgsOnce  sync.Once
+	toolArgsTable map[string]string // written once, by toolArgs
+)
 
 func argNames[T any]() string {
 	rt := reflect.TypeFor[T]()
@@ -329,7 +344,7 @@ func (s *Server) explainArgumentErrors(next mcp.MethodHandler) mcp.MethodHandler
 		}
 		detail = strings.TrimPrefix(detail, "validating root: ")
 		name := creq.Params.Name
-		tc.Text = fmt.Sprintf("Invalid arguments for %s: %s. Its arguments are: %s.", name, detail, toolArgs[name])
+		tc.Text = fmt.Sprintf("Invalid arguments for %s: %s. Its arguments are: %s.", name, detail, toolArgs()[name])
 		return res, err
 	}
 }
@@ -359,12 +374,18 @@ func wellFormed(err error) error {
 	return &fixed
 }
 
-// codexOnly lists, per tool, the arguments of Codex's own tool of that name that ptyhub
-// has no use for (its sandbox and approval requests): they are accepted and ignored with
-// a warning, so a model trained on Codex is not refused. Any other unknown argument is
-// still an error.
-var codexOnly = map[string][]string{
-	"exec_command": {"sandbox_permissions", "justification", "prefix_rule", "additional_permissions", "environment_id"},
+// codexExec lists the arguments of Codex's own exec_command that ptyhub has no use for
+// (its sandbox and approval requests): they are accepted and ignored with a warning, so
+// a model trained on Codex is not refused. Any other unknown argument is still an error.
+var codexExec = []string{"sandbox_permissions", "justification", "prefix_rule", "additional_permissions", "environment_id"}
+
+// codexOnly returns the Codex-only arguments of tool (a slice literal, not a map built
+// while the package initialises).
+func codexOnly(tool string) []string {
+	if tool == "exec_command" {
+		return codexExec
+	}
+	return nil
 }
 
 // ignoredKey is the context key of the arguments normalizeArguments dropped.
@@ -376,7 +397,7 @@ type ignoredKey struct{}
 // trained on it send one); Codex-only arguments of tool (codexOnly) are dropped and
 // returned, sorted.
 func normalizeArguments(tool string, args json.RawMessage) (json.RawMessage, []string) {
-	extra := codexOnly[tool]
+	extra := codexOnly(tool)
 	hasExtra := false
 	for _, k := range extra {
 		if bytes.Contains(args, []byte(`"`+k+`"`)) {

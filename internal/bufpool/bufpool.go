@@ -20,9 +20,12 @@ type Pool struct {
 	free []*[]byte // buffers of len size, at most keep
 }
 
-// New returns a pool of buffers of size bytes that keeps at most keep of them.
+// New returns a pool of buffers of size bytes that keeps at most keep of them. It
+// allocates nothing, so a package-level pool (var p = bufpool.New(...)) is laid out by
+// the compiler instead of built while the program starts; the list of kept buffers
+// grows on the first Puts.
 func New(size, keep int) *Pool {
-	return &Pool{size: size, keep: keep, free: make([]*[]byte, 0, keep)}
+	return &Pool{size: size, keep: keep}
 }
 
 // Get returns a buffer of len size: one kept, or a new one.
