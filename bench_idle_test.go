@@ -3,12 +3,18 @@ package ptyhub_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"regexp"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ptyhub/ptyhub/route"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -115,4 +121,75 @@ func BenchmarkExecWithIdle(b *testing.B) {
 	b.ReportMetric(float64(me.Microseconds())/1000, "empty-ms")
 	b.ReportMetric(float64(mi.Microseconds())/1000, "idle-ms")
 	b.ReportMetric(float64(mi)/float64(me), "ratio")
+}
+
+// BenchmarkMCPExecWithIdle: BenchmarkMCPExecTrue's exec_command of /bin/true and
+// kill_session {remove: true}, served as ptyhub mcp serves them (through a route.Router
+// over its manager's client, which is what its resources' watch of the sessions runs
+// through), with IDLE (default 1,000) idle sessions (`sleep 3600`) alive in the same
+// manager. Its B/op and allocs/op, against IDLE=0, are what the sessions alive add to
+// each exec; gc/1000-execs and gc-cpu-ms/exec (the collector's mark work, from
+// runtime/metrics) what the larger live heap adds; cpu-ms/exec is this process's CPU
+// time (user and system) an exec, the reaper's aside.
+func BenchmarkMCPExecWithIdle(b *testing.B) {
+	idle := 1000
+	if v, err := strconv.Atoi(os.Getenv("IDLE")); err == nil {
+		idle = v
+	}
+	caller, err := session.Here()
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := session.NewManager(session.Options{MaxSessions: 1 << 20, StateDir: benchStateDir(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close(context.Background()) })
+	client, err := m.NewClientFor("bench", caller)
+	if err != nil {
+		b.Fatal(err)
+	}
+	call := benchMCP(b, &route.Router{Local: client})
+	idRE := regexp.MustCompile(`"session_id":"([^"]+)"`)
+	n := 1
+	exec := func(argv string, yield int) string {
+		r := call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"exec_command","arguments":{"argv":%s,"yield_time_ms":%d}}}`, n, argv, yield))
+		n++
+		id := idRE.FindStringSubmatch(r)
+		if id == nil {
+			b.Fatalf("exec: %s", r)
+		}
+		return id[1]
+	}
+	execTrue := func() {
+		id := exec(`["/bin/true"]`, 30000)
+		r := call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"kill_session","arguments":{"session_id":%q,"remove":true}}}`, n, id))
+		n++
+		if !strings.Contains(r, "removed") {
+			b.Fatalf("kill_session: %s", r)
+		}
+	}
+	for range idle {
+		exec(`["sleep","3600"]`, 0)
+	}
+	for range 5 { // the reaper started, the pools warm
+		execTrue()
+	}
+	samples := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	runtime.GC()
+	metrics.Read(samples)
+	gc0, cpu0 := samples[0].Value.Uint64(), samples[1].Value.Float64()
+	var ru0, ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	b.ReportAllocs()
+	for b.Loop() {
+		execTrue()
+	}
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	metrics.Read(samples)
+	execs := float64(b.N)
+	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+	b.ReportMetric(float64(cpu.Microseconds())/1000/execs, "cpu-ms/exec")
+	b.ReportMetric(float64(samples[0].Value.Uint64()-gc0)*1000/execs, "gc/1000-execs")
+	b.ReportMetric((samples[1].Value.Float64()-cpu0)*1000/execs, "gc-cpu-ms/exec")
 }

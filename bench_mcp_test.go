@@ -76,12 +76,12 @@ func benchMCPTurn(b *testing.B, waitFor bool) {
 // over stdio, after the initialize handshake, and returns call: it writes one request
 // line and returns the next response line (notifications are skipped). The server stops
 // when the benchmark ends.
-func benchMCP(b *testing.B, client *session.Client) (call func(req string) string) {
+func benchMCP(b *testing.B, svc session.Service) (call func(req string) string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- mcpserver.Run(ctx, client, inR, outW, mcpserver.Options{}) }()
+	go func() { done <- mcpserver.Run(ctx, svc, inR, outW, mcpserver.Options{}) }()
 	b.Cleanup(func() { cancel(); inW.Close(); <-done })
 	br := bufio.NewReader(outR)
 	var line []byte

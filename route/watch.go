@@ -3,7 +3,7 @@ package route
 import (
 	"context"
 	"errors"
-	"maps"
+	"slices"
 	"time"
 
 	"github.com/ptyhub/ptyhub/session"
@@ -38,7 +38,72 @@ type watchGen struct {
 type memberGen struct {
 	gen    uint64
 	prefix string
-	ids    map[string]bool // its sessions' ids there
+	ids    idSet // its sessions' ids there
+}
+
+// idSet is a member's session ids at one generation. The generations a Router keeps
+// share what they have in common: a set is a map that is never written once made (base)
+// and the changes after it, newest first, in a list that later sets extend and never
+// alter. So a new generation costs its changes, not the member's count of sessions (it
+// is made at each start, end and removal of a session, beside all the others). The
+// changes are folded into a new map once they outnumber a quarter of it, so each change
+// is copied a few times on average whatever the count.
+type idSet struct {
+	base    map[string]bool
+	changes *idChange // newest first; nil: none
+	n       int       // length of changes
+}
+
+// idChange is one id added to or removed from a set (gone).
+type idChange struct {
+	id   string
+	gone bool
+	prev *idChange
+}
+
+// added returns s with the sessions of list added; s itself is unchanged. A long list
+// (a member's whole list) goes straight into a new map.
+func (s idSet) added(list []session.WatchSession) idSet {
+	if s.n+len(list) <= len(s.base)/4+16 {
+		for _, in := range list {
+			s = s.with(in.SessionID, false)
+		}
+		return s
+	}
+	all := s.all()
+	for _, in := range list {
+		all[in.SessionID] = true
+	}
+	return idSet{base: all}
+}
+
+// with returns s with id added, or removed when gone; s itself is unchanged.
+func (s idSet) with(id string, gone bool) idSet {
+	s.changes = &idChange{id: id, gone: gone, prev: s.changes}
+	if s.n++; s.n > len(s.base)/4+16 {
+		return idSet{base: s.all()}
+	}
+	return s
+}
+
+// all returns the ids of s in a new map.
+func (s idSet) all() map[string]bool {
+	out := make(map[string]bool, len(s.base)+s.n)
+	for id := range s.base {
+		out[id] = true
+	}
+	changes := make([]*idChange, 0, s.n)
+	for c := s.changes; c != nil; c = c.prev {
+		changes = append(changes, c)
+	}
+	for _, c := range slices.Backward(changes) {
+		if c.gone {
+			delete(out, c.id)
+		} else {
+			out[c.id] = true
+		}
+	}
+	return out
 }
 
 // at returns what generation since stands for (nil: none this Router handed out).
@@ -188,8 +253,8 @@ func (r *Router) watchResult(since uint64, base map[string]memberGen, all []Memb
 	out := &session.WatchResult{Events: []session.WatchEvent{}, Delta: base != nil}
 	now := map[string]memberGen{}
 	changed := base == nil
-	removed := func(prefix string, ids map[string]bool, except []session.WatchSession) {
-		for id := range ids {
+	removed := func(prefix string, ids idSet, except []session.WatchSession) {
+		for id := range ids.all() {
 			if !containsSession(except, id) {
 				out.Removed = append(out.Removed, withPrefix(prefix, id))
 				changed = true
@@ -216,19 +281,19 @@ func (r *Router) watchResult(since uint64, base map[string]memberGen, all []Memb
 			out.Events = append(out.Events, e)
 			changed = true
 		}
-		ids := maps.Clone(b.ids)
-		if ids == nil || !res.Delta && res.Generation != b.gen {
+		ids := b.ids
+		if !had || !res.Delta && res.Generation != b.gen {
 			removed(m.Prefix, ids, res.Sessions) // a whole list: what it lacks was removed
-			ids = map[string]bool{}
+			ids = idSet{}
 		}
 		if res.Delta {
 			for _, id := range res.Removed {
-				delete(ids, id)
+				ids = ids.with(id, true)
 				out.Removed = append(out.Removed, withPrefix(m.Prefix, id))
 			}
 		}
+		ids = ids.added(res.Sessions)
 		for _, s := range res.Sessions {
-			ids[s.SessionID] = true
 			s.SessionID = withPrefix(m.Prefix, s.SessionID)
 			if s.Where == "" {
 				s.Where = m.Name
