@@ -30,7 +30,8 @@ type FileReader struct {
 }
 
 // NewFileReader returns a FileReader for f, which must be non-blocking (os.Pipe's files
-// are).
+// are): on Linux its reads are raw system calls (readFd), which a read that blocked would
+// hold the goroutine's P across, and with it a stop of the world.
 func NewFileReader(f *os.File) (*FileReader, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
