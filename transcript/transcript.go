@@ -144,8 +144,17 @@ func EnsureDir(dir string) error {
 }
 
 // selfUID is this process's user id, asked of the kernel once (getuid(2) is a system
-// call each time; ptyhub never changes its user).
-var selfUID = sync.OnceValue(os.Getuid)
+// call each time; ptyhub never changes its user). Not a sync.OnceValue: a package-level
+// one is made while the package initialises, which every command of the binary pays.
+func selfUID() int {
+	uidOnce.Do(func() { uid = os.Getuid() })
+	return uid
+}
+
+var (
+	uidOnce sync.Once
+	uid     int
+)
 
 // validUUID reports whether id can name a file: no separators, no dot files.
 func validUUID(id string) bool {
