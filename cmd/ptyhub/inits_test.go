@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -26,8 +25,8 @@ var initWork = map[string]string{
 
 // TestStartInitWork runs `ptyhub version` with GODEBUG=inittrace=1, which prints a line
 // for each package whose initialisation does work, and fails for a ptyhub package not in
-// initWork (a table built at start that could be built on first use) and for an entry
-// of initWork that no longer does any (so the list stays true).
+// initWork: a table built at start that could be built on first use. (An entry may do
+// no work in some builds: proc's device numbers are not linked with ptyhub_portable.)
 func TestStartInitWork(t *testing.T) {
 	cmd := exec.Command(bin, "version")
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
@@ -53,11 +52,6 @@ func TestStartInitWork(t *testing.T) {
 		if _, ok := initWork[pkg]; !ok {
 			t.Errorf("package %s does work while every command starts (%s); build what it builds on first use, or list it in initWork with the reason",
 				pkg, initLine(stderr.String(), pkg))
-		}
-	}
-	for pkg := range initWork {
-		if !slices.Contains(got, pkg) {
-			t.Errorf("package %s no longer does work at start: remove it from initWork", pkg)
 		}
 	}
 }
