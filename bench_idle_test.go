@@ -152,17 +152,17 @@ func BenchmarkMCPExecWithIdle(b *testing.B) {
 	call := benchMCP(b, &route.Router{Local: client})
 	idRE := regexp.MustCompile(`"session_id":"([^"]+)"`)
 	n := 1
-	exec := func(argv string, yield int) string {
+	exec := func(argv string, yield int, want string) string {
 		r := call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"exec_command","arguments":{"argv":%s,"yield_time_ms":%d}}}`, n, argv, yield))
 		n++
 		id := idRE.FindStringSubmatch(r)
-		if id == nil {
+		if id == nil || !strings.Contains(r, want) {
 			b.Fatalf("exec: %s", r)
 		}
 		return id[1]
 	}
 	execTrue := func() {
-		id := exec(`["/bin/true"]`, 30000)
+		id := exec(`["/bin/true"]`, 30000, `"exit_code":0`)
 		r := call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"kill_session","arguments":{"session_id":%q,"remove":true}}}`, n, id))
 		n++
 		if !strings.Contains(r, "removed") {
@@ -170,7 +170,7 @@ func BenchmarkMCPExecWithIdle(b *testing.B) {
 		}
 	}
 	for range idle {
-		exec(`["sleep","3600"]`, 0)
+		exec(`["sleep","3600"]`, 0, `"state":"running"`)
 	}
 	for range 5 { // the reaper started, the pools warm
 		execTrue()

@@ -273,9 +273,10 @@ func (h *helper) reap() {
 		status unix.WaitStatus
 	}
 	var done []ended
-	h.mu.Lock()
-	// Stops of leaders: a stopped leader is continued (see collectStops).
+	// Stops of leaders: a stopped leader is continued (see collectStops). Without h.mu:
+	// its walk of every child must not hold up a spawn or a release.
 	h.collectStops()
+	h.mu.Lock()
 	for pid, l := range h.leaders {
 		if l.exited || l.hold {
 			continue

@@ -39,16 +39,23 @@ const leaderWaitFlags = 0
 
 // collectStops continues every stopped leader, one waitid(P_ALL, WSTOPPED) per stop: a
 // held leader's exit stays for the manager to read and is not looked for here, so a
-// SIGCHLD costs no call per leader alive. Called with h.mu held.
+// SIGCHLD costs no call per leader alive. Each waitid walks every child in the kernel,
+// which with a thousand sessions alive is most of what a reap costs, so it is called
+// without h.mu and takes it only to continue a stopped leader: a leader's pid stays in
+// h.leaders until it is reaped, which happens under h.mu, so the pid checked and
+// signalled there names that leader.
 func (h *helper) collectStops() {
 	for {
 		var info unix.Siginfo
 		if unix.Waitid(unix.P_ALL, 0, &info, unix.WSTOPPED|unix.WNOHANG, nil) != nil || siginfoPid(&info) == 0 {
 			break
 		}
-		if _, ok := h.leaders[int(siginfoPid(&info))]; ok {
-			h.continueStopped(int(siginfoPid(&info)), syscall.Signal(siginfoStatus(&info)))
+		pid := int(siginfoPid(&info))
+		h.mu.Lock()
+		if _, ok := h.leaders[pid]; ok {
+			h.continueStopped(pid, syscall.Signal(siginfoStatus(&info)))
 		}
+		h.mu.Unlock()
 	}
 }
 
