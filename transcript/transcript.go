@@ -162,7 +162,7 @@ func validUUID(id string) bool {
 }
 
 // openExclusive creates a new file 0600 (never following a symlink, never
-// reusing an existing file) and takes an exclusive flock on it. Five system calls
+// reusing an existing file) and takes an exclusive flock on it. Four system calls
 // (open, fchmod, flock, and the F_GETFL of os.NewFile): through os.OpenFile the runtime
 // also tried the regular file on its poller, which refuses it, and put its blocking mode
 // back, four more.

@@ -297,6 +297,23 @@ func TestDirChecks(t *testing.T) {
 	if fi, _ := os.Stat(real); fi.Mode().Perm() != 0o700 {
 		t.Errorf("loose directory left %v", fi.Mode().Perm())
 	}
+	// A missing directory is made (with its parents), 0700; a dangling symlink is not
+	// followed to make one.
+	missing := filepath.Join(base, "a", "b")
+	if err := EnsureDir(missing); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(missing); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Errorf("missing directory made as %v (%v), want a directory 0700", fi, err)
+	}
+	dangling := filepath.Join(base, "dangling")
+	os.Symlink(filepath.Join(base, "nowhere"), dangling)
+	if err := EnsureDir(dangling); err == nil {
+		t.Error("EnsureDir accepted a dangling symlink")
+	}
+	if _, err := os.Lstat(filepath.Join(base, "nowhere")); err == nil {
+		t.Error("EnsureDir made a dangling symlink's target")
+	}
 	// An existing file (or a planted symlink) is never opened.
 	os.Symlink("/etc/passwd", filepath.Join(real, "planted"+Ext))
 	if _, err := Create(real, "planted", Header{}, t0, Options{}); err == nil {
