@@ -27,8 +27,16 @@ func (s *Session) noteOutputEnd() {
 
 // noteInput runs in the writer goroutine just before data is written to the program.
 // hidden says the terminal had echo off (a password prompt): the data must not be stored.
-func (s *Session) noteInput(data []byte, hidden bool) {
-	s.rec.input(data, hidden)
+// settled says the writer is the call that queued the data, which calls noteCollected
+// once it has collected the program's answer.
+func (s *Session) noteInput(data []byte, hidden, settled bool) {
+	s.rec.input(data, hidden, settled)
+}
+
+// noteCollected runs in a call that wrote input, once it has collected the program's
+// answer (see noteInput).
+func (s *Session) noteCollected() {
+	s.rec.settleInput()
 }
 
 // noteResize runs after the window size changed.

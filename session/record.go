@@ -302,8 +302,10 @@ const inputLag = 20 * time.Millisecond
 
 // queue hands an event to the goroutine: a resize or exit wakes it (or starts a run) at
 // once, an input event at the next output's kick or inputLag later, whichever comes
-// first.
-func (r *recorder) queue(ev recEvent) {
+// first; an input event queued settled (see input) at the next output's kick or the
+// caller's settleInput, without the timer: setting a timer that ends sooner than the
+// runtime's poller sleeps costs a wake of the poller's thread, once a turn.
+func (r *recorder) queue(ev recEvent, settled bool) {
 	ev.t = time.Now()
 	ev.at = r.s.hub.End()
 	r.mu.Lock()
@@ -317,6 +319,10 @@ func (r *recorder) queue(ev recEvent) {
 		r.queued += len(ev.data)
 	}
 	r.events = append(r.events, ev)
+	if settled {
+		r.mu.Unlock()
+		return
+	}
 	if ev.code == 'i' || ev.code == 'h' {
 		if r.inputT == nil {
 			r.inputT = time.AfterFunc(inputLag, r.poke)
@@ -384,23 +390,41 @@ func (r *recorder) mayPause(ended bool) bool {
 }
 
 // input records data typed into the program; hidden input (echo off) is
-// recorded as its length only.
-func (r *recorder) input(data []byte, hidden bool) {
+// recorded as its length only. settled says the caller calls settleInput once it has
+// collected the program's answer: the event then waits for the answer's kick or that
+// call, with no timer (see queue).
+func (r *recorder) input(data []byte, hidden, settled bool) {
 	if r == nil || len(data) == 0 {
 		return
 	}
 	if hidden {
-		r.queue(recEvent{code: 'h', n: len(data)})
+		r.queue(recEvent{code: 'h', n: len(data)}, settled)
 		return
 	}
-	r.queue(recEvent{code: 'i', data: data})
+	r.queue(recEvent{code: 'i', data: data}, settled)
+}
+
+// settleInput makes sure that input queued with settled (see input) is taken: a run
+// is poked if events wait and no timer will poke one. The caller that wrote the input
+// calls it once it has collected the program's answer, whose output's kick has almost
+// always taken the input already (then it does nothing).
+func (r *recorder) settleInput() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	due := len(r.events) > 0 && !r.inputSet
+	r.mu.Unlock()
+	if due {
+		r.poke()
+	}
 }
 
 func (r *recorder) resize(rows, cols int) {
 	if r == nil {
 		return
 	}
-	r.queue(recEvent{code: 'r', data: fmt.Appendf(nil, "%dx%d", cols, rows)})
+	r.queue(recEvent{code: 'r', data: fmt.Appendf(nil, "%dx%d", cols, rows)}, false)
 }
 
 // exit queues the end status; the transcript ends once the output is drained.
@@ -415,7 +439,7 @@ func (r *recorder) exit() {
 		status = "timed out (exit code 124)"
 	}
 	s.mu.Unlock()
-	r.queue(recEvent{code: 'x', status: status})
+	r.queue(recEvent{code: 'x', status: status}, false)
 }
 
 // stop tells the goroutine to finish once the output has ended; it does not

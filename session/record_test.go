@@ -87,8 +87,8 @@ func TestRecordingFailureCostsOnlyTheTranscript(t *testing.T) {
 // TestRecorderNilSafe: every hook works on a nil recorder (recording off).
 func TestRecorderNilSafe(t *testing.T) {
 	var r *recorder
-	r.input([]byte("x"), false)
-	r.input([]byte("x"), true)
+	r.input([]byte("x"), false, false)
+	r.input([]byte("x"), true, false)
 	r.resize(1, 1)
 	r.exit()
 	r.stop()
@@ -273,7 +273,7 @@ func TestRecorderInputWaitsForOutput(t *testing.T) {
 	waited := false
 	for i := 0; i < 20 && !waited; i++ {
 		t0 := time.Now()
-		r.input(fmt.Appendf(nil, "typed %d\n", i), false)
+		r.input(fmt.Appendf(nil, "typed %d\n", i), false, false)
 		r.mu.Lock()
 		running, queued := r.running, len(r.events)
 		r.mu.Unlock()
@@ -299,6 +299,50 @@ func TestRecorderInputWaitsForOutput(t *testing.T) {
 	}
 	if s.isExited() {
 		t.Error("cat ended")
+	}
+}
+
+// TestRecorderInputOfACallNeedsNoTimer: input a call writes itself, to a program that
+// prints nothing, reaches the transcript once the call has collected, without the
+// recorder's input timer (setting one costs the runtime a wake of its poller's thread
+// at every turn): the call's end pokes the recorder.
+func TestRecorderInputOfACallNeedsNoTimer(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	m, err := NewManager(Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	c := m.NewClient("t")
+	y := int64(20000)
+	res, err := c.Exec(context.Background(), ExecRequest{Cmd: "stty -echo; exec cat >/dev/null", YieldTimeMs: &y})
+	if err != nil || res.ReturnedBecause != BecauseWaitingForInput {
+		t.Fatalf("cat: %+v, %v", res, err)
+	}
+	s, err := m.lookup(res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Write(context.Background(), WriteRequest{SessionID: res.SessionID, Chars: "typed\n", YieldTimeMs: &y})
+	if err != nil || w.QueuedBytes != 0 {
+		t.Fatalf("write: %+v, %v", w, err)
+	}
+	dir, _ := transcript.SessionsDir(state)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		data, _ := os.ReadFile(transcript.Path(dir, res.UUID))
+		if strings.Contains(string(data), `"m", "[6 bytes of hidden input]"`) || strings.Contains(string(data), `"i", "typed\n"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the input to a program that prints nothing never reached the transcript: %s", data)
+		}
+	}
+	s.rec.mu.Lock()
+	timer := s.rec.inputT != nil
+	s.rec.mu.Unlock()
+	if timer {
+		t.Error("the recorder set its input timer for input written by the call itself")
 	}
 }
 

@@ -222,13 +222,18 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest) (*Result, error) {
 	// of a manager starts the reaper, a re-exec of this binary that a loaded machine can
 	// take seconds to run) must not use up the window before the program had a moment.
 	col := s.collect(ctx, collectOpts{deadline: time.Now().Add(yield), budget: budget, pattern: re, echo: echo, shellFrom: -1})
+	if req.Stdin != "" || req.CloseStdin {
+		s.noteCollected()
+	}
 	r := c.result(s, t0, col, warns)
 	r.Profile = s.profile
 	return r, nil
 }
 
 // input queues data (and EOF) for the program. It returns the job to wait on (nil when
-// nothing was queued) and warnings about input that was not queued.
+// nothing was queued) and warnings about input that was not queued. The caller collects
+// the program's answer next, then calls noteCollected (the transcript's input event
+// waits for that, see recorder.input).
 //
 // On a pipe session the control keys a terminal would act on act the same way: ^C sends
 // SIGINT and ^\ SIGQUIT to the session's process group, in their place in the input;
@@ -284,7 +289,8 @@ func (s *Session) input(data []byte, closeIn bool) (*writeJob, []string, error) 
 	if len(data) == 0 && !closeIn {
 		return job, warns, nil
 	}
-	job, err := s.enqueue(data, closeIn)
+	// The caller (Exec, Write) collects next, and then calls noteCollected.
+	job, err := s.enqueueJob(&writeJob{data: data, closeIn: closeIn, done: make(chan error, 1), collects: true})
 	return job, warns, err
 }
 
@@ -401,6 +407,9 @@ func (c *Client) Write(ctx context.Context, req WriteRequest) (*Result, error) {
 	}
 	poll := len(data) == 0 && !req.CloseStdin
 	col := s.collect(ctx, collectOpts{deadline: deadline, budget: budget, pattern: re, needNews: poll, echo: echo, from: from, shellFrom: shellFrom, shellKernel: s.shellKernel(data), typed: job != nil && len(data) > 0})
+	if job != nil {
+		s.noteCollected()
+	}
 	r := c.result(s, t0, col, warns)
 	s.shellResult(r, col, budget, data)
 	if job != nil {

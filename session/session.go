@@ -168,6 +168,10 @@ type writeJob struct {
 	// started: the writer has let the job through (holdTypeahead) and noted its input;
 	// what is left to write starts at written. Only the writer touches it.
 	started bool
+	// collects: the call that queued the job collects the program's answer next and
+	// then calls noteCollected (Session.input), so input written by that call itself
+	// (writeNow) is noted for the transcript without a timer of its own.
+	collects bool
 }
 
 // waitSpawned returns once start has finished with s (at once for a session made
@@ -405,7 +409,7 @@ func (s *Session) writeLoop() {
 				s.writing.Add(-int64(len(job.data)))
 				continue // the session is torn down: the loop's next turn fails the queue
 			}
-			s.startJob(job, &at)
+			s.startJob(job, &at, false)
 		}
 		for p := job.data[job.written.Load():]; len(p) > 0 && err == nil; {
 			chunk := p[:min(len(p), 4096)]
@@ -532,7 +536,7 @@ func (s *Session) writeNow(job *writeJob) bool {
 	if !s.mayWrite(job, time.Now(), &at) {
 		return false
 	}
-	s.startJob(job, &at)
+	s.startJob(job, &at, job.collects)
 	var err error
 	for p := job.data; len(p) > 0; {
 		var n int
@@ -554,11 +558,12 @@ func (s *Session) writeNow(job *writeJob) bool {
 
 // startJob notes a job's input as it starts to go out (flow control, the transcript).
 // at holds the terminal's flags if the writer has just read them (mayWrite, which let
-// the job go); startJob reads them otherwise, once for both notes.
-func (s *Session) startJob(job *writeJob, at *termAttrs) {
+// the job go); startJob reads them otherwise, once for both notes. settled is
+// noteInput's: the writer is the call that collects next.
+func (s *Session) startJob(job *writeJob, at *termAttrs, settled bool) {
 	job.started = true
 	s.noteFlow(job.data, at)
-	s.noteInput(job.data, s.inputHidden(at))
+	s.noteInput(job.data, s.inputHidden(at), settled)
 }
 
 // termAttrs is the terminal's flags as the writer reads them for one job, at most once:
