@@ -37,7 +37,7 @@ func open(rows, cols int, fallback bool) (*Master, *os.File, error) {
 	if m.rc, err = m.f.SyscallConn(); err != nil {
 		return fail(err)
 	}
-	if m.rd, err = NewFileReader(m.f); err != nil {
+	if m.rd, err = newMasterReader(m.f); err != nil {
 		return fail(err)
 	}
 	if err := creack.Setsize(m.f, &creack.Winsize{Rows: r, Cols: c}); err != nil {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // FileReader reads a non-blocking file registered with the netpoller (the master, or the
@@ -18,6 +20,7 @@ import (
 type FileReader struct {
 	rc   syscall.RawConn
 	step func(fd uintptr) bool // r.readStep, made once
+	raw  bool                  // reads through readFd (the master), else unix.Read
 
 	// The read in progress.
 	p    []byte
@@ -30,8 +33,11 @@ type FileReader struct {
 }
 
 // NewFileReader returns a FileReader for f, which must be non-blocking (os.Pipe's files
-// are): on Linux its reads are raw system calls (readFd), which a read that blocked would
-// hold the goroutine's P across, and with it a stop of the world.
+// are). Its reads are told to the scheduler (unix.Read): even a non-blocking read of a
+// pipe waits, in the kernel and without end, for the pipe's lock while the writing
+// program holds it (a splice(2) from an empty socket into the pipe does), and a raw
+// system call would hold the goroutine's P, and with it every stop of the world, across
+// that wait. Only the master's reader reads raw (newMasterReader).
 func NewFileReader(f *os.File) (*FileReader, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -40,6 +46,18 @@ func NewFileReader(f *os.File) (*FileReader, error) {
 	r := &FileReader{rc: rc}
 	r.step = r.readStep
 	return r, nil
+}
+
+// newMasterReader is NewFileReader for a terminal's master, whose reads are raw system
+// calls on Linux (readFd): a non-blocking read of the master takes its read lock with a
+// trylock and returns at once (after at most the kernel's flush of the terminal's
+// buffer into its line discipline), so the goroutine keeps its P across it.
+func newMasterReader(f *os.File) (*FileReader, error) {
+	r, err := NewFileReader(f)
+	if r != nil {
+		r.raw = true
+	}
+	return r, err
 }
 
 // ReadHold reads into p as Master.ReadHold does; held must not be nil, idle may be. At
@@ -120,7 +138,11 @@ func (r *FileReader) readStep(fd uintptr) bool {
 	}
 	for {
 		r.held.Store(true)
-		r.n, r.err = readFd(int(fd), r.p)
+		if r.raw {
+			r.n, r.err = readFd(int(fd), r.p)
+		} else {
+			r.n, r.err = unix.Read(int(fd), r.p)
+		}
 		if r.err != syscall.EINTR {
 			break
 		}

@@ -7,9 +7,9 @@ import (
 	"unsafe"
 )
 
-// readFd is read(2) of a non-blocking file (FileReader's), made as a raw system call: the
+// readFd is read(2) of a non-blocking master (newMasterReader), made as a raw system call: the
 // goroutine keeps its P across it, as across any short call, instead of telling the
-// scheduler it may block (entersyscall). A read of a non-blocking terminal or pipe
+// scheduler it may block (entersyscall). A read of a non-blocking master
 // returns at once (it may wait a few microseconds for the kernel's flush of the
 // terminal's buffer into its line discipline). In a flood the reader reads all the
 // time: each read told to the scheduler made the runtime's monitor retake the reader's P
