@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ptyhub/ptyhub/internal/testtool"
 )
 
 // TestReaderScratchSmall: a Reader that has read a stat file keeps a 512-byte scratch
@@ -163,11 +165,8 @@ func TestLookupEnvFinal(t *testing.T) {
 		t.Errorf("kernel thread %d (%s) is not read as final", kthread, CommandLine(kthread))
 	}
 
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(python, "-c", "import sys; sys.stdin.read()")
+	// The interpreter itself: a wrapper (pyenv's shim) would give it an environment.
+	cmd := exec.Command(testtool.Python(t), "-c", "import sys; sys.stdin.read()")
 	cmd.Env = []string{}
 	in, err := cmd.StdinPipe()
 	if err != nil {

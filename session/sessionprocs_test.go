@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/reaper"
 )
@@ -29,10 +30,7 @@ func TestSessionProcsWaitsForAnExec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatal(err)
-	}
+	python := testtool.Python(t) // the interpreter itself: a wrapper would give it an environment
 	cmd := exec.Command(python, "-c", `import os, sys
 open(sys.argv[1]).read()
 os.execve(sys.argv[2], [sys.argv[2], "1000"], {sys.argv[3]: sys.argv[4]})`, fifo, sleep, reaper.EnvSession, tag)
