@@ -112,8 +112,10 @@ func helperMain() int {
 			}
 		}
 	}()
-	// The request loop; it ends when the manager closes the socket or dies.
+	// The request loop; it ends when the manager closes the socket or dies, or asks for
+	// a shutdown (swept: it swept everything first, so the exit below need not again).
 	reqDone := make(chan struct{})
+	swept := false // written before reqDone is closed, read after
 	go func() {
 		defer close(reqDone)
 		// Every fork happens on this thread (spawn runs in this loop). It is never the
@@ -130,6 +132,7 @@ func helperMain() int {
 			}
 			if m.Op == opShutdown {
 				h.sweepAll()
+				swept = true
 				h.reply(m, &msg{})
 				return
 			}
@@ -138,6 +141,9 @@ func helperMain() int {
 	}()
 	select {
 	case <-reqDone:
+		if swept {
+			return 0
+		}
 	case <-done:
 	}
 	h.sweepAll()

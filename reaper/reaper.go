@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -126,10 +127,18 @@ type Reaper struct {
 var helperRuntimeVars = []string{"GODEBUG", "GOTRACEBACK", "GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GORACE", "GOCOVERDIR"}
 
 // helperEnviron returns the helper's environment: the marker and helperRuntimeVars.
+//
+// A binary built with the race detector (the tests') sleeps 1 s when it exits, by
+// default, to catch races at exit; every Manager.Close waits for its helper's exit, so a
+// race-built helper is told not to (atexit_sleep_ms=0 in GORACE), unless GORACE sets it.
 func helperEnviron() []string {
 	env := []string{helperEnv + "=1"}
 	for _, k := range helperRuntimeVars {
-		if v, ok := os.LookupEnv(k); ok {
+		v, ok := os.LookupEnv(k)
+		if k == "GORACE" && raceBuild && !strings.Contains(v, "atexit_sleep_ms") {
+			v, ok = strings.TrimSpace(v+" atexit_sleep_ms=0"), true
+		}
+		if ok {
 			env = append(env, k+"="+v)
 		}
 	}

@@ -368,3 +368,32 @@ func TestOnExitCalled(t *testing.T) {
 	default:
 	}
 }
+
+// TestRaceBuiltHelperExitsAtOnce: a race-built helper (the tests') is started with
+// atexit_sleep_ms=0 in GORACE, so it does not sleep 1 s at its exit, which every
+// Manager.Close waits for; GORACE's other options are kept, and a value of its own wins.
+func TestRaceBuiltHelperExitsAtOnce(t *testing.T) {
+	if !raceBuild {
+		t.Skip("only a race-built helper sleeps at its exit")
+	}
+	for _, c := range []struct{ set, want string }{
+		{"", "atexit_sleep_ms=0"},
+		{"halt_on_error=1", "halt_on_error=1 atexit_sleep_ms=0"},
+		{"atexit_sleep_ms=50 halt_on_error=1", "atexit_sleep_ms=50 halt_on_error=1"},
+	} {
+		t.Setenv("GORACE", c.set)
+		if c.set == "" {
+			os.Unsetenv("GORACE")
+		}
+		r := startReaper(t)
+		// Start returns once the exec is under way; the environment shows at its end.
+		got, _, read := proc.LookupEnv(r.Pid(), "GORACE")
+		for deadline := time.Now().Add(time.Minute); !read && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond) // a process's state: no event to wait on
+			got, _, read = proc.LookupEnv(r.Pid(), "GORACE")
+		}
+		if got != c.want {
+			t.Errorf("GORACE %q: the helper has GORACE %q; want %q", c.set, got, c.want)
+		}
+	}
+}

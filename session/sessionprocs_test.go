@@ -30,7 +30,8 @@ func TestSessionProcsWaitsForAnExec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(testtool.PythonBinary(t), "-c", `import os, sys
+	python := testtool.Python(t) // the interpreter itself: a wrapper would give it an environment
+	cmd := exec.Command(python, "-c", `import os, sys
 open(sys.argv[1]).read()
 os.execve(sys.argv[2], [sys.argv[2], "1000"], {sys.argv[3]: sys.argv[4]})`, fifo, sleep, reaper.EnvSession, tag)
 	cmd.Env = []string{} // an empty environment: nothing to read until the exec

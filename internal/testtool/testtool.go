@@ -6,6 +6,8 @@ package testtool
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -41,6 +43,22 @@ func NeedPython(t testing.TB, mods ...string) {
 			Missing(t, "the python3 module "+m+" is not installed")
 		}
 	}
+}
+
+// Python returns the path of the interpreter python3 on PATH runs, not of a wrapper that
+// execs it (pyenv's shim is a bash script that execs pyenv, which execs python with
+// variables of its own in the environment): a test that watches the process it starts
+// (its environment, its execs) must start the interpreter itself. When python3 is
+// missing it skips t, or fails it when CI=true.
+func Python(t testing.TB) string {
+	t.Helper()
+	Need(t, "python3")
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	p := strings.TrimSpace(string(out))
+	if err != nil || !filepath.IsAbs(p) {
+		t.Fatalf("python3 does not name its interpreter (sys.executable %q): %v", p, err)
+	}
+	return p
 }
 
 // Missing skips t saying why, or fails it when CI=true.
