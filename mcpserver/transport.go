@@ -94,7 +94,6 @@ func (t *LineTransport) Connect(context.Context) (mcp.Connection, error) {
 		byRaw:    map[string]int64{},
 		calls:    t.calls,
 		fast:     map[int64]context.CancelFunc{},
-		handoff:  make(chan *lineReader),
 	}
 	t.conn = c
 	// The reading goroutine owns t.In. It stops at the end or an error of the input, or
@@ -140,9 +139,11 @@ type lineConn struct {
 	served    sync.WaitGroup
 	fastCalls atomic.Int64 // how many calls the transport served itself
 
-	// handoff passes the input's read state to a reading goroutine that served its call
-	// and waits for the next one (at most maxSpares wait, counted in spares; readLoop).
-	handoff chan *lineReader
+	// waiting holds the channel of each reading goroutine that served its call and waits
+	// to take the input over (at most maxSpares; park, handOn); spares is its length,
+	// for tests. Guarded by spareMu, which is held for no other lock.
+	spareMu sync.Mutex
+	waiting []chan *lineReader
 	spares  atomic.Int32
 }
 
@@ -407,6 +408,7 @@ type lineReader struct {
 // input between two goroutines instead of starting one per call. One goroutine reads at
 // a time: the one that hands r on stops touching it.
 func (c *lineConn) readLoop(r *lineReader) {
+	var park chan *lineReader // this goroutine's, for park
 	for {
 		r.line = r.line[:0]
 		tooLong := false
@@ -468,7 +470,10 @@ func (c *lineConn) readLoop(r *lineReader) {
 		if call != nil {
 			c.handOn(r)
 			c.serveCall(call)
-			if r = c.park(); r == nil {
+			if park == nil {
+				park = make(chan *lineReader, 1)
+			}
+			if r = c.park(park); r == nil {
 				return
 			}
 		}
@@ -476,31 +481,53 @@ func (c *lineConn) readLoop(r *lineReader) {
 }
 
 // handOn gives the input's read state r to a reading goroutine waiting in park, or
-// starts one with it.
+// starts one with it. A goroutine is listed as waiting before it blocks, and taken off
+// the list by the one that hands it the input, so the list is exact: a goroutine that
+// served its call is always found by the next call's handOn, never passed over for a
+// new one.
 func (c *lineConn) handOn(r *lineReader) {
-	select {
-	case c.handoff <- r:
-	default:
-		go c.readLoop(r)
+	c.spareMu.Lock()
+	if n := len(c.waiting); n > 0 {
+		ch := c.waiting[n-1]
+		c.waiting = c.waiting[:n-1]
+		c.spares.Store(int32(n - 1))
+		c.spareMu.Unlock()
+		ch <- r // buffered: never blocks
+		return
 	}
+	c.spareMu.Unlock()
+	go c.readLoop(r)
 }
 
 // park waits, in a goroutine whose call was served, for the input's read state to
 // read on with; nil when maxSpares already wait (the goroutine ends), or once the
-// connection is closed or the input has ended.
-func (c *lineConn) park() *lineReader {
-	defer c.spares.Add(-1)
-	if c.spares.Add(1) > maxSpares {
+// connection is closed or the input has ended. ch is the goroutine's own channel
+// (capacity 1), reused from one park to the next.
+func (c *lineConn) park(ch chan *lineReader) *lineReader {
+	c.spareMu.Lock()
+	if len(c.waiting) >= maxSpares {
+		c.spareMu.Unlock()
 		return nil
 	}
+	c.waiting = append(c.waiting, ch)
+	c.spares.Store(int32(len(c.waiting)))
+	c.spareMu.Unlock()
 	select {
-	case r := <-c.handoff:
+	case r := <-ch:
 		return r
 	case <-c.closed:
-		return nil
 	case <-c.ended:
-		return nil
 	}
+	c.spareMu.Lock()
+	for i, w := range c.waiting {
+		if w == ch {
+			c.waiting = append(c.waiting[:i], c.waiting[i+1:]...)
+			break
+		}
+	}
+	c.spares.Store(int32(len(c.waiting)))
+	c.spareMu.Unlock()
+	return nil
 }
 
 // decode parses one line. Blank lines are skipped; bad ones are answered here. A call
