@@ -136,19 +136,7 @@ func BenchmarkMCPExecWithIdle(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("IDLE")); err == nil {
 		idle = v
 	}
-	caller, err := session.Here()
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := session.NewManager(session.Options{MaxSessions: 1 << 20, StateDir: benchStateDir(b)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { m.Close(context.Background()) })
-	client, err := m.NewClientFor("bench", caller)
-	if err != nil {
-		b.Fatal(err)
-	}
+	client := benchCallerClient(b, session.Options{MaxSessions: 1 << 20, StateDir: benchStateDir(b)})
 	call := benchMCP(b, &route.Router{Local: client})
 	idRE := regexp.MustCompile(`"session_id":"([^"]+)"`)
 	n := 1

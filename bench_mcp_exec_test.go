@@ -11,6 +11,25 @@ import (
 	"github.com/ptyhub/ptyhub/session"
 )
 
+// benchCallerClient is a client of a new manager made with opts, for this process as the
+// caller (as ptyhub mcp's own client is); the manager is closed at the end of b.
+func benchCallerClient(b *testing.B, opts session.Options) *session.Client {
+	caller, err := session.Here()
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := session.NewManager(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close(context.Background()) })
+	client, err := m.NewClientFor("bench", caller)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return client
+}
+
 // BenchmarkMCPExecTrue: exec_command of /bin/true, then kill_session {remove: true} of
 // its session (as cmd/ptyhub-bench does), as ptyhub mcp serves them, end to end in this
 // process: request lines in through the stdio transport, the MCP SDK, the tool handlers,
@@ -22,19 +41,7 @@ import (
 // The transcripts go to a fresh state directory under $XDG_STATE_HOME or
 // ~/.local/state, where the bench keeps them (see BENCHMARKS.md); NOREC=1 turns them off.
 func BenchmarkMCPExecTrue(b *testing.B) {
-	caller, err := session.Here()
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := session.NewManager(session.Options{StateDir: benchStateDir(b), NoRecord: os.Getenv("NOREC") != ""})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { m.Close(context.Background()) })
-	client, err := m.NewClientFor("bench", caller)
-	if err != nil {
-		b.Fatal(err)
-	}
+	client := benchCallerClient(b, session.Options{StateDir: benchStateDir(b), NoRecord: os.Getenv("NOREC") != ""})
 	call := benchMCP(b, client)
 	idRE := regexp.MustCompile(`"session_id":"([^"]+)"`)
 	n := 1
