@@ -140,11 +140,10 @@ type lineConn struct {
 	fastCalls atomic.Int64 // how many calls the transport served itself
 
 	// waiting holds the channel of each reading goroutine that served its call and waits
-	// to take the input over (at most maxSpares; park, handOn); spares is its length,
-	// for tests. Guarded by spareMu, which is held for no other lock.
+	// to take the input over (at most maxSpares; park, handOn). Guarded by spareMu,
+	// which is held for no other lock.
 	spareMu sync.Mutex
 	waiting []chan *lineReader
-	spares  atomic.Int32
 }
 
 // maxSpares bounds the reading goroutines that wait, their call served, to take the
@@ -490,7 +489,6 @@ func (c *lineConn) handOn(r *lineReader) {
 	if n := len(c.waiting); n > 0 {
 		ch := c.waiting[n-1]
 		c.waiting = c.waiting[:n-1]
-		c.spares.Store(int32(n - 1))
 		c.spareMu.Unlock()
 		ch <- r // buffered: never blocks
 		return
@@ -510,7 +508,6 @@ func (c *lineConn) park(ch chan *lineReader) *lineReader {
 		return nil
 	}
 	c.waiting = append(c.waiting, ch)
-	c.spares.Store(int32(len(c.waiting)))
 	c.spareMu.Unlock()
 	select {
 	case r := <-ch:
@@ -525,7 +522,6 @@ func (c *lineConn) park(ch chan *lineReader) *lineReader {
 			break
 		}
 	}
-	c.spares.Store(int32(len(c.waiting)))
 	c.spareMu.Unlock()
 	return nil
 }

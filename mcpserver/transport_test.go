@@ -361,7 +361,7 @@ func TestTransportReadersReused(t *testing.T) {
 		// The goroutine that served the call waits to read on before the next call
 		// comes (else the reader would rightly start another). It has nothing else to
 		// do: yielding lets it get there.
-		for n := 0; tr.conn.spares.Load() != 1; n++ {
+		for n := 0; spares(tr.conn) != 1; n++ {
 			if n == 10_000_000 {
 				t.Fatalf("call %d: no goroutine waits to read on once the call was served", i+1)
 			}
@@ -373,4 +373,11 @@ func TestTransportReadersReused(t *testing.T) {
 	if len(runners) > 2 {
 		t.Errorf("%d calls one after another ran on %d goroutines, want at most 2", calls, len(runners))
 	}
+}
+
+// spares is how many reading goroutines of c wait in park.
+func spares(c *lineConn) int {
+	c.spareMu.Lock()
+	defer c.spareMu.Unlock()
+	return len(c.waiting)
 }
