@@ -51,6 +51,7 @@ func main() {
 	remoteHost := flag.String("remote", "", "also measure the REPL turn on this `host` (ssh://…, reached with $PTYHUB_SSH; ptyhub must be on it) against a bare ssh turn")
 	inits := flag.Bool("check-inits", false, "only check that no package init of ptyhub takes over 1 ms (for CI), then exit")
 	state := flag.String("state", "", "parent `directory` of the run's state directory (transcripts, logs; default $XDG_STATE_HOME, else ~/.local/state: where a user's go)")
+	flag.BoolVar(&execOnly, "exec-only", false, "measure only the disk row and exec_command `/bin/true`, and print the exec's distribution (its percentiles and slowest samples)")
 	flag.Parse()
 	if *inits {
 		err := withBinary(*bin, func(bin, _ string) error { return checkInits(bin, 1) })
@@ -65,6 +66,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// execOnly is -exec-only: the run stops after the exec figure and prints its distribution.
+var execOnly bool
 
 type figure struct {
 	name, floorName string
@@ -231,6 +235,11 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		return med(f.prod)-med(f.floor) <= execTarget && pct(f.prod, 99) <= 3*time.Millisecond
 	}
 	figs = append(figs, f)
+	if execOnly {
+		printTable(figs, n)
+		printDistribution(f)
+		return nil
+	}
 
 	// The REPL turn, with and without wait_for.
 	if python != "" {
@@ -465,6 +474,12 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 	}
 	figs = append(figs, cf.withTarget(cliTarget))
 
+	printTable(figs, n)
+	return nil
+}
+
+// printTable prints the run's header and its figures as a Markdown table.
+func printTable(figs []figure, n int) {
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("Measured %s on %s/%s, %d CPUs, %d samples per figure (after warm-up); load average at the end: %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), n, strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
 	fmt.Println("| figure | floor (same run) | floor median ms | ptyhub median ms | over floor ms | ratio | ptyhub p99 ms | target | note |")
@@ -490,7 +505,28 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		fmt.Printf("| %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n", f.name, f.floorName, ms(fmed), ms(pmed), ms(pmed-fmed), float64(pmed)/float64(fmed), ms(pct(f.prod, 99)), f.verdict(), f.note)
 	}
 	fmt.Printf("\nTargets: %d passed, %d missed (a run on a loaded machine says little about either).\n", passed, missed)
-	return nil
+}
+
+// printDistribution prints f's percentiles, floor and ptyhub alike, and its ten slowest
+// samples of ptyhub with their index and the floor measured just before each.
+func printDistribution(f figure) {
+	fmt.Printf("\n%s, distribution (ms):\n\n| | p10 | p50 | p90 | p95 | p99 | max |\n|---|---|---|---|---|---|---|\n", f.name)
+	for _, r := range []struct {
+		name string
+		d    []time.Duration
+	}{{"floor", f.floor}, {"ptyhub", f.prod}} {
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s |\n", r.name, ms(pct(r.d, 10)), ms(pct(r.d, 50)), ms(pct(r.d, 90)), ms(pct(r.d, 95)), ms(pct(r.d, 99)), ms(pct(r.d, 100)))
+	}
+	idx := make([]int, len(f.prod))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return int(f.prod[b] - f.prod[a]) })
+	fmt.Printf("\nslowest (sample: ptyhub ms / its floor ms):")
+	for _, i := range idx[:min(10, len(idx))] {
+		fmt.Printf(" %d: %s / %s;", i, ms(f.prod[i]), ms(f.floor[i]))
+	}
+	fmt.Println()
 }
 
 // bareSpawn starts argv on a fresh pty, reads until EOF and waits: the spawn floor.
