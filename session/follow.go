@@ -158,10 +158,17 @@ func (s *Session) follow(ctx context.Context, d *decider, read func() round, not
 		defer s.mu.Unlock()
 		return time.Since(s.exitedAt), len(s.survivors) > 0
 	}
+	// A round's decisions and its choice of what to wait for next see the exit as it was
+	// once, at the round's start (sawExit): an exit recorded after the decisions looked
+	// must still wake the loop through s.exited (with the output ended, nothing else
+	// would).
+	sawExit := false
+	exitedSeen := func() bool { return sawExit }
 	for first := true; ; first = false {
 		wake := notify()
 		r := read()
-		r.first, r.exited, r.exitQuiet = first, s.isExited, exitQuiet
+		sawExit = s.isExited()
+		r.first, r.exited, r.exitQuiet = first, exitedSeen, exitQuiet
 		because, method, retry := d.decide(r)
 		if because != "" {
 			return because, method
@@ -176,8 +183,8 @@ func (s *Session) follow(ctx context.Context, d *decider, read func() round, not
 			wake = nil
 		}
 		exited := s.exited
-		if s.isExited() {
-			exited = nil
+		if sawExit {
+			exited = nil // seen: the round waits for the output's end or its quiet
 		}
 		select {
 		case <-wake:

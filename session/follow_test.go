@@ -1,7 +1,9 @@
 package session
 
 import (
+	"context"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 )
@@ -200,3 +202,30 @@ func TestDecideDeadline(t *testing.T) {
 		t.Errorf("waiting at the deadline: got %q, want waiting_for_input", because)
 	}
 }
+
+// TestFollowExitAfterDecide: the exit recorded after a round's decisions looked at it
+// and before the loop chose what to wait for, with the output already ended. The loop
+// waits on the exit's channel then, not on nothing: before, seeing the exit recorded at
+// that moment it dropped the channel as already seen, and with the output's channel
+// dropped at its end too, an exec of /bin/true waited for its 10 s deadline (once in
+// ~2,000 execs under load). The exit is recorded by the decider's clock, which decide
+// reads after the exit (for the deadline); ctx's timeout only ends a failing test.
+func TestFollowExitAfterDecide(t *testing.T) {
+	s := &Session{exited: make(chan struct{})}
+	var once sync.Once
+	d := &decider{exit: true, drain: true, deadline: time.Now().Add(time.Hour), now: func() time.Time {
+		once.Do(func() { close(s.exited) })
+		return time.Now()
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	read := func() round { return round{eof: true} }
+	notify := func() <-chan struct{} { return closedNotify }
+	because, _ := s.follow(ctx, d, read, notify)
+	if because != BecauseExit {
+		t.Fatalf("follow returned %q, want %q", because, BecauseExit)
+	}
+}
+
+// closedNotify is a notify channel of an ended output: always ready.
+var closedNotify = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
