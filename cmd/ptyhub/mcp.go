@@ -74,6 +74,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return usageError(stderr, "mcp", fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
 	hostingProcs()
+	hostingGC()
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelDebug

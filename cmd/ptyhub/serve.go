@@ -108,6 +108,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		return usageError(stderr, "serve", fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
 	hostingProcs()
+	hostingGC()
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
