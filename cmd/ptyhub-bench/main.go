@@ -4,6 +4,7 @@
 //
 //	go run ./cmd/ptyhub-bench              # builds ptyhub, 200 samples a figure
 //	go run ./cmd/ptyhub-bench -n 500 -flood 1073741824
+//	go run ./cmd/ptyhub-bench -ptyhub BIN -turn   # the REPL turn figures only (alternate two binaries)
 //
 //	go run ./cmd/ptyhub-bench -check-inits # CI: fail if a package init takes over 1 ms (a few known ones: their own allowance)
 //
@@ -51,6 +52,7 @@ func main() {
 	remoteHost := flag.String("remote", "", "also measure the REPL turn on this `host` (ssh://…, reached with $PTYHUB_SSH; ptyhub must be on it) against a bare ssh turn")
 	inits := flag.Bool("check-inits", false, "only check that no package init of ptyhub takes over 1 ms (for CI), then exit")
 	state := flag.String("state", "", "parent `directory` of the run's state directory (transcripts, logs; default $XDG_STATE_HOME, else ~/.local/state: where a user's go)")
+	turnOnly := flag.Bool("turn", false, "only the REPL turn figures (wait_for, detector, TypeScript SDK, pexpect's): for alternated runs of two binaries")
 	flag.Parse()
 	if *inits {
 		err := withBinary(*bin, func(bin, _ string) error { return checkInits(bin, 1) })
@@ -60,7 +62,9 @@ func main() {
 		}
 		return
 	}
-	if err := withBinary(*bin, func(bin, dir string) error { return run(*n, bin, dir, *state, *flood, *idle, *mcpArgs, *remoteHost) }); err != nil {
+	if err := withBinary(*bin, func(bin, dir string) error {
+		return run(*n, bin, dir, *state, *flood, *idle, *mcpArgs, *remoteHost, *turnOnly)
+	}); err != nil {
 		fmt.Fprintln(os.Stderr, "ptyhub-bench:", err)
 		os.Exit(1)
 	}
@@ -143,7 +147,7 @@ func withBinary(bin string, f func(bin, dir string) error) error {
 	return f(bin, dir)
 }
 
-func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, remoteHost string) error {
+func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, remoteHost string, turnOnly bool) error {
 	ctx := context.Background()
 	args := []string{"mcp"}
 	if mcpArgs != "" {
@@ -208,7 +212,7 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 
 	// exec_command of /bin/true against spawning it on a bare pty.
 	f := figure{name: "exec_command `/bin/true`", floorName: "spawn /bin/true on a bare pty, read to EOF, wait"}
-	for i := 0; i < n+10; i++ {
+	for i := 0; i < n+10 && !turnOnly; i++ {
 		t0 := time.Now()
 		if err := bareSpawn("/bin/true"); err != nil {
 			return err
@@ -230,7 +234,9 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 	f.met = func(f figure) bool {
 		return med(f.prod)-med(f.floor) <= execTarget && pct(f.prod, 99) <= 3*time.Millisecond
 	}
-	figs = append(figs, f)
+	if !turnOnly {
+		figs = append(figs, f)
+	}
 
 	// The REPL turn, with and without wait_for.
 	if python != "" {
@@ -287,7 +293,9 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 			figs = append(figs, figure{name: tsName, floorName: "bare pty turn", floor: fl, prod: pr, note: "node " + tsDriver}.withTarget(tsTarget))
 		}
 		// The peers doing the same turn, against the same floor.
-		if fl, pr, note, err := tmuxTurns(n, turnFloor); err != nil {
+		if turnOnly {
+			// tmux's turn (milliseconds) is not a peer of the figures -turn compares.
+		} else if fl, pr, note, err := tmuxTurns(n, turnFloor); err != nil {
 			figs = append(figs, figure{name: "peer: tmux REPL turn", note: "not measured: " + err.Error()})
 		} else {
 			figs = append(figs, figure{name: "peer: tmux REPL turn", floorName: "bare pty turn", floor: fl, prod: pr, note: note})
@@ -299,7 +307,8 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		}
 		stop()
 		call("kill_session", map[string]any{"session_id": id, "remove": true})
-
+	}
+	if python != "" && !turnOnly {
 		// exec_command of python3 -q until its first prompt.
 		f := figure{name: "exec_command `python3 -q` (no wait_for) until it returns", floorName: "python3 -q on a bare pty until `>>> ` is printed"}
 		because := map[string]int{}
@@ -322,6 +331,9 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		figs = append(figs, f.withTarget(readyTarget))
 	}
 
+	if turnOnly {
+		flood, idle = 0, 0
+	}
 	if remoteHost != "" {
 		f, err := remoteTurn(n, remoteHost, call)
 		if err != nil {
@@ -372,7 +384,7 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 	}
 
 	// 100 concurrent exec_command calls.
-	{
+	if !turnOnly {
 		var mu sync.Mutex
 		var lat []time.Duration
 		var wg sync.WaitGroup
@@ -459,11 +471,13 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		figs = append(figs, f)
 	}
 
-	cf, err := cliStart(min(n, 50), bin, dir)
-	if err != nil {
-		return err
+	if !turnOnly {
+		cf, err := cliStart(min(n, 50), bin, dir)
+		if err != nil {
+			return err
+		}
+		figs = append(figs, cf.withTarget(cliTarget))
 	}
-	figs = append(figs, cf.withTarget(cliTarget))
 
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("Measured %s on %s/%s, %d CPUs, %d samples per figure (after warm-up); load average at the end: %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), n, strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
