@@ -325,9 +325,15 @@ func parseUint(b []byte, base uint64) (uint64, bool) {
 	return v, true
 }
 
-// ThreadState returns the state letter of thread tid of process pid.
+// ThreadState returns the state letter of thread tid of process pid. The leader's (tid
+// pid) is read from /proc/PID/stat, whose state is the leader thread's own (the other
+// fields sum the threads): one file, and one kept descriptor, with Stat.
 func (r *Reader) ThreadState(pid, tid int) (byte, bool) {
-	b, ok := r.read("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/stat")
+	path := "/proc/" + strconv.Itoa(pid) + "/stat"
+	if tid != pid {
+		path = "/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/stat"
+	}
+	b, ok := r.read(path)
 	if !ok {
 		return 0, false
 	}

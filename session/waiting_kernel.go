@@ -152,11 +152,15 @@ func (s *Session) readerAheadKernel(w *waitState) bool {
 func (s *Session) scanForegroundIn(w *waitState, pgrp int) (sc fgScan) {
 	sc.method = methodRead
 	examined, sawLeader := 0, false
-	// check examines every thread of process pid; false means busy.
-	check := func(pid, nthreads int) bool {
+	// check examines every thread of process pid, whose stat was just read as info;
+	// false means busy. The leader thread's state is info's (proc.Reader.ThreadState).
+	check := func(pid int, info proc.Info) bool {
 		examined++
-		for _, tid := range w.pr.Tasks(pid, nthreads) {
-			st, ok := w.pr.ThreadState(pid, tid)
+		for _, tid := range w.pr.Tasks(pid, info.Threads) {
+			st, ok := info.State, true
+			if tid != pid {
+				st, ok = w.pr.ThreadState(pid, tid)
+			}
 			if !ok {
 				continue // gone
 			}
@@ -196,7 +200,7 @@ func (s *Session) scanForegroundIn(w *waitState, pgrp int) (sc fgScan) {
 		}
 		if st.Pgid == pgrp {
 			sawLeader = sawLeader || pid == pgrp
-			if !st.Dead() && !check(pid, st.Threads) {
+			if !st.Dead() && !check(pid, st) {
 				return fgScan{busy: true}
 			}
 		}
@@ -204,7 +208,7 @@ func (s *Session) scanForegroundIn(w *waitState, pgrp int) (sc fgScan) {
 	}
 	if !sawLeader {
 		if st, ok := w.pr.Stat(pgrp); ok && st.Pgid == pgrp && !st.Dead() {
-			if !check(pgrp, st.Threads) {
+			if !check(pgrp, st) {
 				return fgScan{busy: true}
 			}
 		}
