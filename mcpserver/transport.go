@@ -495,8 +495,8 @@ func (c *lineConn) readLoop(r *lineReader) {
 // that P back after 10 ms and, every P idle, sleeps. The read's return wakes it, and
 // the goroutine runs on with the scheduling tick sysmon last saw, long ago: at its first
 // look sysmon takes the goroutine for one that has run 10 ms and preempts it with a
-// signal (tgkill, a signal frame, a return from it), in the middle of serving the call,
-// at 40–60% of the calls that came after a pause of 20 ms. A yield right after the read
+// signal (tgkill, a signal frame, a return from it), in the middle of serving the call:
+// 0.4–0.8 signals a call, measured with calls 20 ms apart. A yield right after the read
 // makes the scheduler run the goroutine anew, with a new tick, before sysmon looks.
 const longRead = time.Millisecond
 
