@@ -9,11 +9,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -414,7 +412,6 @@ func (c *lineConn) readLoop(r *lineReader) {
 		r.line = r.line[:0]
 		tooLong := false
 		var err error
-		began := time.Now()
 		for {
 			var frag []byte
 			frag, err = r.br.ReadSlice('\n')
@@ -437,11 +434,6 @@ func (c *lineConn) readLoop(r *lineReader) {
 		if err != nil && err != io.EOF {
 			c.deliver(readResult{err: err})
 			return
-		}
-		if time.Since(began) >= longRead {
-			// Back from a long read(2): let the scheduler run this goroutine anew before
-			// it serves the line (preemptedAfterRead).
-			runtime.Gosched()
 		}
 		var call *fastCall
 		if tooLong {
@@ -486,19 +478,6 @@ func (c *lineConn) readLoop(r *lineReader) {
 		}
 	}
 }
-
-// longRead is how long a read of the input must have taken for readLoop to yield once
-// before it serves the line: preemptedAfterRead.
-//
-// preemptedAfterRead: a read of a blocking input (a pipe on stdin) that waited for the
-// client's next call holds its P in a system call; the runtime's monitor (sysmon) takes
-// that P back after 10 ms and, every P idle, sleeps. The read's return wakes it, and
-// the goroutine runs on with the scheduling tick sysmon last saw, long ago: at its first
-// look sysmon takes the goroutine for one that has run 10 ms and preempts it with a
-// signal (tgkill, a signal frame, a return from it), in the middle of serving the call:
-// 0.4–0.8 signals a call, measured with calls 20 ms apart. A yield right after the read
-// makes the scheduler run the goroutine anew, with a new tick, before sysmon looks.
-const longRead = time.Millisecond
 
 // handOn gives the input's read state r to a reading goroutine waiting in park, or
 // starts one with it. A goroutine is listed as waiting before it blocks, and taken off
