@@ -24,7 +24,8 @@ import (
 //  0. (cheap, first) output has settled — see 3; while output streams, nothing else is
 //     looked at, so a flood pays one poll(2) per look;
 //  1. no thread of any process of the foreground group is running, in disk sleep or
-//     stopped (/proc/PID/task/TID/stat), and at least one is blocked reading the terminal
+//     stopped (/proc/PID/task/TID/stat; the leader's from /proc/PID/stat, read for the
+//     process anyway), and at least one is blocked reading the terminal
 //     (/proc/PID/task/TID/syscall: read/readv on a tty fd, or select/poll/epoll whose
 //     interest set holds the tty; the fd is recognised by its device number);
 //  2. the terminal has no input that reader would take now: poll(2) on a copy of its
