@@ -283,3 +283,46 @@ func TestReaderKeepsTheChildrenFile(t *testing.T) {
 		t.Errorf("%d descriptors open after Release", n)
 	}
 }
+
+// TestLeaderStateFromProcessStat: the state of a process's leader thread is read from
+// /proc/PID/stat, through the descriptor Stat keeps (no file of its own under task/),
+// and it follows the thread: stopped, then sleeping again.
+func TestLeaderStateFromProcessStat(t *testing.T) {
+	cmd := exec.Command("sleep", "1000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	pid := cmd.Process.Pid
+	var r Reader
+	r.Keep()
+	defer r.Release()
+	if _, ok := r.Stat(pid); !ok {
+		t.Fatal("cannot read the child's stat")
+	}
+	// waitState reads the leader's state until it is want.
+	waitState := func(want byte) {
+		t.Helper()
+		for {
+			st, ok := r.ThreadState(pid, pid)
+			if !ok {
+				t.Fatal("cannot read the leader's state")
+			}
+			if st == want {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+	cmd.Process.Signal(syscall.SIGSTOP)
+	waitState('T')
+	cmd.Process.Signal(syscall.SIGCONT)
+	waitState('S')
+	if len(r.kept) != 1 {
+		t.Errorf("kept %v; want only /proc/%d/stat", r.kept, pid)
+	}
+	if _, ok := r.kept["/proc/"+strconv.Itoa(pid)+"/stat"]; !ok {
+		t.Errorf("kept %v; want /proc/%d/stat", r.kept, pid)
+	}
+}

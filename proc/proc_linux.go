@@ -28,10 +28,10 @@ type Reader struct {
 }
 
 // maxKept bounds the descriptors of files a Reader keeps open between Keep and Release;
-// with the pidfd that makes KeptMax. Eight hold every file the detector reads of a
-// single-threaded program (its stat, and its thread's stat, syscall, schedstat, and
-// children with its liveness check); of a program with many threads the first eight are
-// kept and the rest opened at each read.
+// with the pidfd that makes KeptMax. They hold every file the detector reads of a
+// single-threaded program (its stat, which gives its thread's state too, its thread's
+// syscall and schedstat, and its children with their liveness check: five); of a
+// program with many threads the first ones are kept and the rest opened at each read.
 const maxKept = KeptMax - 1
 
 // keptChildren is a children file (/proc/PID/task/TID/children) kept open, with a
@@ -325,9 +325,15 @@ func parseUint(b []byte, base uint64) (uint64, bool) {
 	return v, true
 }
 
-// ThreadState returns the state letter of thread tid of process pid.
+// ThreadState returns the state letter of thread tid of process pid. The leader's (tid
+// pid) is read from /proc/PID/stat, whose state is the leader thread's own (the other
+// fields sum the threads): one file, and one kept descriptor, with Stat.
 func (r *Reader) ThreadState(pid, tid int) (byte, bool) {
-	b, ok := r.read("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/stat")
+	path := "/proc/" + strconv.Itoa(pid) + "/stat"
+	if tid != pid {
+		path = "/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid) + "/stat"
+	}
+	b, ok := r.read(path)
 	if !ok {
 		return 0, false
 	}

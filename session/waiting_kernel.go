@@ -24,7 +24,8 @@ import (
 //  0. (cheap, first) output has settled — see 3; while output streams, nothing else is
 //     looked at, so a flood pays one poll(2) per look;
 //  1. no thread of any process of the foreground group is running, in disk sleep or
-//     stopped (/proc/PID/task/TID/stat), and at least one is blocked reading the terminal
+//     stopped (/proc/PID/task/TID/stat; the leader's from /proc/PID/stat, read for the
+//     process anyway), and at least one is blocked reading the terminal
 //     (/proc/PID/task/TID/syscall: read/readv on a tty fd, or select/poll/epoll whose
 //     interest set holds the tty; the fd is recognised by its device number);
 //  2. the terminal has no input that reader would take now: poll(2) on a copy of its
@@ -152,11 +153,15 @@ func (s *Session) readerAheadKernel(w *waitState) bool {
 func (s *Session) scanForegroundIn(w *waitState, pgrp int) (sc fgScan) {
 	sc.method = methodRead
 	examined, sawLeader := 0, false
-	// check examines every thread of process pid; false means busy.
-	check := func(pid, nthreads int) bool {
+	// check examines every thread of process pid, whose stat was just read as info;
+	// false means busy. The leader thread's state is info's (proc.Reader.ThreadState).
+	check := func(pid int, info proc.Info) bool {
 		examined++
-		for _, tid := range w.pr.Tasks(pid, nthreads) {
-			st, ok := w.pr.ThreadState(pid, tid)
+		for _, tid := range w.pr.Tasks(pid, info.Threads) {
+			st, ok := info.State, true
+			if tid != pid {
+				st, ok = w.pr.ThreadState(pid, tid)
+			}
 			if !ok {
 				continue // gone
 			}
@@ -196,7 +201,7 @@ func (s *Session) scanForegroundIn(w *waitState, pgrp int) (sc fgScan) {
 		}
 		if st.Pgid == pgrp {
 			sawLeader = sawLeader || pid == pgrp
-			if !st.Dead() && !check(pid, st.Threads) {
+			if !st.Dead() && !check(pid, st) {
 				return fgScan{busy: true}
 			}
 		}
@@ -204,7 +209,7 @@ func (s *Session) scanForegroundIn(w *waitState, pgrp int) (sc fgScan) {
 	}
 	if !sawLeader {
 		if st, ok := w.pr.Stat(pgrp); ok && st.Pgid == pgrp && !st.Dead() {
-			if !check(pgrp, st.Threads) {
+			if !check(pgrp, st) {
 				return fgScan{busy: true}
 			}
 		}

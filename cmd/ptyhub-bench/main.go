@@ -4,6 +4,7 @@
 //
 //	go run ./cmd/ptyhub-bench              # builds ptyhub, 200 samples a figure
 //	go run ./cmd/ptyhub-bench -n 500 -flood 1073741824
+//	go run ./cmd/ptyhub-bench -ptyhub BIN -turn   # the REPL turn figures only (alternate two binaries)
 //
 //	go run ./cmd/ptyhub-bench -check-inits # CI: fail if a package init takes over 1 ms (a few known ones: their own allowance)
 //
@@ -52,6 +53,7 @@ func main() {
 	inits := flag.Bool("check-inits", false, "only check that no package init of ptyhub takes over 1 ms (for CI), then exit")
 	state := flag.String("state", "", "parent `directory` of the run's state directory (transcripts, logs; default $XDG_STATE_HOME, else ~/.local/state: where a user's go)")
 	flag.BoolVar(&execOnly, "exec-only", false, "measure only the disk row and exec_command `/bin/true`, and print the exec's distribution (its percentiles and slowest samples)")
+	turnOnly := flag.Bool("turn", false, "only the REPL turn figures (wait_for, detector, TypeScript SDK, pexpect's): for alternated runs of two binaries")
 	flag.Parse()
 	if *inits {
 		err := withBinary(*bin, func(bin, _ string) error { return checkInits(bin, 1) })
@@ -61,7 +63,9 @@ func main() {
 		}
 		return
 	}
-	if err := withBinary(*bin, func(bin, dir string) error { return run(*n, bin, dir, *state, *flood, *idle, *mcpArgs, *remoteHost) }); err != nil {
+	if err := withBinary(*bin, func(bin, dir string) error {
+		return run(*n, bin, dir, *state, *flood, *idle, *mcpArgs, *remoteHost, *turnOnly)
+	}); err != nil {
 		fmt.Fprintln(os.Stderr, "ptyhub-bench:", err)
 		os.Exit(1)
 	}
@@ -147,7 +151,7 @@ func withBinary(bin string, f func(bin, dir string) error) error {
 	return f(bin, dir)
 }
 
-func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, remoteHost string) error {
+func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, remoteHost string, turnOnly bool) error {
 	ctx := context.Background()
 	args := []string{"mcp"}
 	if mcpArgs != "" {
@@ -212,7 +216,7 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 
 	// exec_command of /bin/true against spawning it on a bare pty.
 	f := figure{name: "exec_command `/bin/true`", floorName: "spawn /bin/true on a bare pty, read to EOF, wait"}
-	for i := 0; i < n+10; i++ {
+	for i := 0; i < n+10 && !turnOnly; i++ {
 		t0 := time.Now()
 		if err := bareSpawn("/bin/true"); err != nil {
 			return err
@@ -234,7 +238,9 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 	f.met = func(f figure) bool {
 		return med(f.prod)-med(f.floor) <= execTarget && pct(f.prod, 99) <= 3*time.Millisecond
 	}
-	figs = append(figs, f)
+	if !turnOnly {
+		figs = append(figs, f)
+	}
 	if execOnly {
 		printTable(figs, n)
 		printDistribution(f)
@@ -296,7 +302,9 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 			figs = append(figs, figure{name: tsName, floorName: "bare pty turn", floor: fl, prod: pr, note: "node " + tsDriver}.withTarget(tsTarget))
 		}
 		// The peers doing the same turn, against the same floor.
-		if fl, pr, note, err := tmuxTurns(n, turnFloor); err != nil {
+		if turnOnly {
+			// tmux's turn (milliseconds) is not a peer of the figures -turn compares.
+		} else if fl, pr, note, err := tmuxTurns(n, turnFloor); err != nil {
 			figs = append(figs, figure{name: "peer: tmux REPL turn", note: "not measured: " + err.Error()})
 		} else {
 			figs = append(figs, figure{name: "peer: tmux REPL turn", floorName: "bare pty turn", floor: fl, prod: pr, note: note})
@@ -308,7 +316,8 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		}
 		stop()
 		call("kill_session", map[string]any{"session_id": id, "remove": true})
-
+	}
+	if python != "" && !turnOnly {
 		// exec_command of python3 -q until its first prompt.
 		f := figure{name: "exec_command `python3 -q` (no wait_for) until it returns", floorName: "python3 -q on a bare pty until `>>> ` is printed"}
 		because := map[string]int{}
@@ -331,6 +340,9 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		figs = append(figs, f.withTarget(readyTarget))
 	}
 
+	if turnOnly {
+		flood, idle = 0, 0
+	}
 	if remoteHost != "" {
 		f, err := remoteTurn(n, remoteHost, call)
 		if err != nil {
@@ -381,7 +393,7 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 	}
 
 	// 100 concurrent exec_command calls.
-	{
+	if !turnOnly {
 		var mu sync.Mutex
 		var lat []time.Duration
 		var wg sync.WaitGroup
@@ -468,11 +480,13 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		figs = append(figs, f)
 	}
 
-	cf, err := cliStart(min(n, 50), bin, dir)
-	if err != nil {
-		return err
+	if !turnOnly {
+		cf, err := cliStart(min(n, 50), bin, dir)
+		if err != nil {
+			return err
+		}
+		figs = append(figs, cf.withTarget(cliTarget))
 	}
-	figs = append(figs, cf.withTarget(cliTarget))
 
 	printTable(figs, n)
 	return nil
