@@ -46,6 +46,7 @@ func main() {
 	n := flag.Int("n", 200, "samples per figure")
 	bin := flag.String("ptyhub", "", "ptyhub binary (default: go build ./cmd/ptyhub into a temp dir)")
 	flood := flag.Int64("flood", 0, "also measure a flood of this many bytes (e.g. 1073741824)")
+	floodOnly := flag.Bool("flood-only", false, "measure only the flood figure (with -flood) and the disk row")
 	mcpArgs := flag.String("mcp-args", "", "extra arguments for `ptyhub mcp`, e.g. --embedded")
 	idle := flag.Int("idle", 1000, "idle sessions to start for the memory and latency-under-load figure (0: skip)")
 	remoteHost := flag.String("remote", "", "also measure the REPL turn on this `host` (ssh://…, reached with $PTYHUB_SSH; ptyhub must be on it) against a bare ssh turn")
@@ -60,7 +61,9 @@ func main() {
 		}
 		return
 	}
-	if err := withBinary(*bin, func(bin, dir string) error { return run(*n, bin, dir, *state, *flood, *idle, *mcpArgs, *remoteHost) }); err != nil {
+	if err := withBinary(*bin, func(bin, dir string) error {
+		return run(*n, bin, dir, *state, *flood, *floodOnly, *idle, *mcpArgs, *remoteHost)
+	}); err != nil {
 		fmt.Fprintln(os.Stderr, "ptyhub-bench:", err)
 		os.Exit(1)
 	}
@@ -143,7 +146,7 @@ func withBinary(bin string, f func(bin, dir string) error) error {
 	return f(bin, dir)
 }
 
-func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, remoteHost string) error {
+func run(n int, bin, dir, stateParent string, flood int64, floodOnly bool, idle int, mcpArgs, remoteHost string) error {
 	ctx := context.Background()
 	args := []string{"mcp"}
 	if mcpArgs != "" {
@@ -206,128 +209,131 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 	var figs []figure
 	figs = append(figs, diskFigure(stateDir))
 
-	// exec_command of /bin/true against spawning it on a bare pty.
-	f := figure{name: "exec_command `/bin/true`", floorName: "spawn /bin/true on a bare pty, read to EOF, wait"}
-	for i := 0; i < n+10; i++ {
-		t0 := time.Now()
-		if err := bareSpawn("/bin/true"); err != nil {
-			return err
-		}
-		fl := time.Since(t0)
-		r, pr, err := timedCall("exec_command", map[string]any{"argv": []string{"/bin/true"}})
-		if err != nil {
-			return err
-		}
-		if r["state"] != "exited" {
-			return fmt.Errorf("exec true: %v", r)
-		}
-		call("kill_session", map[string]any{"session_id": r["session_id"], "remove": true})
-		if i >= 10 {
-			f.floor, f.prod = append(f.floor, fl), append(f.prod, pr)
-		}
-	}
-	f.target = "≤ +0.500 ms, p99 ≤ 3 ms"
-	f.met = func(f figure) bool {
-		return med(f.prod)-med(f.floor) <= execTarget && pct(f.prod, 99) <= 3*time.Millisecond
-	}
-	figs = append(figs, f)
-
-	// The REPL turn, with and without wait_for.
-	if python != "" {
-		turnFloor, stop, err := replFloor()
-		if err != nil {
-			return err
-		}
-		r, err := call("exec_command", map[string]any{"argv": []string{python, "-q"}, "wait_for": ">>> $"})
-		if err != nil {
-			stop()
-			return err
-		}
-		id := r["session_id"]
-		for _, wf := range []bool{true, false} {
-			f := figure{name: "write_stdin `1+1\\n` to python3 -q, wait_for `>>> `", floorName: "the same turn on a bare pty (write, read until `2\\r\\n>>> `)"}
-			if !wf {
-				f.name = "write_stdin `1+1\\n` to python3 -q, no wait_for"
+	if !floodOnly {
+		// exec_command of /bin/true against spawning it on a bare pty.
+		f := figure{name: "exec_command `/bin/true`", floorName: "spawn /bin/true on a bare pty, read to EOF, wait"}
+		for i := 0; i < n+10; i++ {
+			t0 := time.Now()
+			if err := bareSpawn("/bin/true"); err != nil {
+				return err
 			}
+			fl := time.Since(t0)
+			r, pr, err := timedCall("exec_command", map[string]any{"argv": []string{"/bin/true"}})
+			if err != nil {
+				return err
+			}
+			if r["state"] != "exited" {
+				return fmt.Errorf("exec true: %v", r)
+			}
+			call("kill_session", map[string]any{"session_id": r["session_id"], "remove": true})
+			if i >= 10 {
+				f.floor, f.prod = append(f.floor, fl), append(f.prod, pr)
+			}
+		}
+		f.target = "≤ +0.500 ms, p99 ≤ 3 ms"
+		f.met = func(f figure) bool {
+			return med(f.prod)-med(f.floor) <= execTarget && pct(f.prod, 99) <= 3*time.Millisecond
+		}
+		figs = append(figs, f)
+
+		// The REPL turn, with and without wait_for.
+		if python != "" {
+			turnFloor, stop, err := replFloor()
+			if err != nil {
+				return err
+			}
+			r, err := call("exec_command", map[string]any{"argv": []string{python, "-q"}, "wait_for": ">>> $"})
+			if err != nil {
+				stop()
+				return err
+			}
+			id := r["session_id"]
+			for _, wf := range []bool{true, false} {
+				f := figure{name: "write_stdin `1+1\\n` to python3 -q, wait_for `>>> `", floorName: "the same turn on a bare pty (write, read until `2\\r\\n>>> `)"}
+				if !wf {
+					f.name = "write_stdin `1+1\\n` to python3 -q, no wait_for"
+				}
+				because := map[string]int{}
+				for i := 0; i < n+10; i++ {
+					fl, err := turnFloor()
+					if err != nil {
+						stop()
+						return err
+					}
+					a := map[string]any{"session_id": id, "chars": "1+1\n", "yield_time_ms": 10000}
+					if wf {
+						a["wait_for"] = ">>> $"
+					}
+					r, pr, err := timedCall("write_stdin", a)
+					if err != nil {
+						stop()
+						return err
+					}
+					out, _ := r["output"].(string)
+					if !bytes.Contains([]byte(out), []byte("2\n>>> ")) {
+						// without waiting-for-input detection the call may return early at
+						// a partial prompt; poll the rest so the next turn starts clean
+						call("write_stdin", map[string]any{"session_id": id, "wait_for": ">>> $", "yield_time_ms": 10000})
+					}
+					because[fmt.Sprint(r["returned_because"])]++
+					if i >= 10 {
+						f.floor, f.prod = append(f.floor, fl), append(f.prod, pr)
+					}
+				}
+				f.note = fmt.Sprintf("returned because: %v", because)
+				figs = append(figs, f.withTarget(turnTarget))
+			}
+			// The same turn through the TypeScript SDK, on its own `ptyhub mcp`.
+			tsName := "write_stdin `1+1\\n` to python3 -q, `wait_for`, through the TypeScript SDK"
+			if fl, pr, err := tsTurns(n, bin, cmd.Env, turnFloor); err != nil {
+				figs = append(figs, figure{name: tsName, note: "not measured: " + err.Error()})
+			} else {
+				figs = append(figs, figure{name: tsName, floorName: "bare pty turn", floor: fl, prod: pr, note: "node " + tsDriver}.withTarget(tsTarget))
+			}
+			// The peers doing the same turn, against the same floor.
+			if fl, pr, note, err := tmuxTurns(n, turnFloor); err != nil {
+				figs = append(figs, figure{name: "peer: tmux REPL turn", note: "not measured: " + err.Error()})
+			} else {
+				figs = append(figs, figure{name: "peer: tmux REPL turn", floorName: "bare pty turn", floor: fl, prod: pr, note: note})
+			}
+			if fl, pr, err := pexpectTurns(n, turnFloor); err != nil {
+				figs = append(figs, figure{name: "peer: pexpect REPL turn (in-process Python)", note: "not measured: " + err.Error()})
+			} else {
+				figs = append(figs, figure{name: "peer: pexpect REPL turn (in-process Python)", floorName: "bare pty turn", floor: fl, prod: pr, note: "sendline, expect_exact, delaybeforesend=None"})
+			}
+			stop()
+			call("kill_session", map[string]any{"session_id": id, "remove": true})
+
+			// exec_command of python3 -q until its first prompt.
+			f := figure{name: "exec_command `python3 -q` (no wait_for) until it returns", floorName: "python3 -q on a bare pty until `>>> ` is printed"}
 			because := map[string]int{}
-			for i := 0; i < n+10; i++ {
-				fl, err := turnFloor()
+			for i := 0; i < min(n, 200)+3; i++ {
+				fl, err := firstPrompt()
 				if err != nil {
-					stop()
 					return err
 				}
-				a := map[string]any{"session_id": id, "chars": "1+1\n", "yield_time_ms": 10000}
-				if wf {
-					a["wait_for"] = ">>> $"
-				}
-				r, pr, err := timedCall("write_stdin", a)
+				r, pr, err := timedCall("exec_command", map[string]any{"argv": []string{python, "-q"}, "yield_time_ms": 10000})
 				if err != nil {
-					stop()
 					return err
-				}
-				out, _ := r["output"].(string)
-				if !bytes.Contains([]byte(out), []byte("2\n>>> ")) {
-					// without waiting-for-input detection the call may return early at
-					// a partial prompt; poll the rest so the next turn starts clean
-					call("write_stdin", map[string]any{"session_id": id, "wait_for": ">>> $", "yield_time_ms": 10000})
 				}
 				because[fmt.Sprint(r["returned_because"])]++
-				if i >= 10 {
+				call("kill_session", map[string]any{"session_id": r["session_id"], "remove": true})
+				if i >= 3 {
 					f.floor, f.prod = append(f.floor, fl), append(f.prod, pr)
 				}
 			}
 			f.note = fmt.Sprintf("returned because: %v", because)
-			figs = append(figs, f.withTarget(turnTarget))
+			figs = append(figs, f.withTarget(readyTarget))
 		}
-		// The same turn through the TypeScript SDK, on its own `ptyhub mcp`.
-		tsName := "write_stdin `1+1\\n` to python3 -q, `wait_for`, through the TypeScript SDK"
-		if fl, pr, err := tsTurns(n, bin, cmd.Env, turnFloor); err != nil {
-			figs = append(figs, figure{name: tsName, note: "not measured: " + err.Error()})
-		} else {
-			figs = append(figs, figure{name: tsName, floorName: "bare pty turn", floor: fl, prod: pr, note: "node " + tsDriver}.withTarget(tsTarget))
-		}
-		// The peers doing the same turn, against the same floor.
-		if fl, pr, note, err := tmuxTurns(n, turnFloor); err != nil {
-			figs = append(figs, figure{name: "peer: tmux REPL turn", note: "not measured: " + err.Error()})
-		} else {
-			figs = append(figs, figure{name: "peer: tmux REPL turn", floorName: "bare pty turn", floor: fl, prod: pr, note: note})
-		}
-		if fl, pr, err := pexpectTurns(n, turnFloor); err != nil {
-			figs = append(figs, figure{name: "peer: pexpect REPL turn (in-process Python)", note: "not measured: " + err.Error()})
-		} else {
-			figs = append(figs, figure{name: "peer: pexpect REPL turn (in-process Python)", floorName: "bare pty turn", floor: fl, prod: pr, note: "sendline, expect_exact, delaybeforesend=None"})
-		}
-		stop()
-		call("kill_session", map[string]any{"session_id": id, "remove": true})
 
-		// exec_command of python3 -q until its first prompt.
-		f := figure{name: "exec_command `python3 -q` (no wait_for) until it returns", floorName: "python3 -q on a bare pty until `>>> ` is printed"}
-		because := map[string]int{}
-		for i := 0; i < min(n, 200)+3; i++ {
-			fl, err := firstPrompt()
+		if remoteHost != "" {
+			f, err := remoteTurn(n, remoteHost, call)
 			if err != nil {
-				return err
+				return fmt.Errorf("remote turn: %w", err)
 			}
-			r, pr, err := timedCall("exec_command", map[string]any{"argv": []string{python, "-q"}, "yield_time_ms": 10000})
-			if err != nil {
-				return err
-			}
-			because[fmt.Sprint(r["returned_because"])]++
-			call("kill_session", map[string]any{"session_id": r["session_id"], "remove": true})
-			if i >= 3 {
-				f.floor, f.prod = append(f.floor, fl), append(f.prod, pr)
-			}
+			figs = append(figs, f)
 		}
-		f.note = fmt.Sprintf("returned because: %v", because)
-		figs = append(figs, f.withTarget(readyTarget))
-	}
 
-	if remoteHost != "" {
-		f, err := remoteTurn(n, remoteHost, call)
-		if err != nil {
-			return fmt.Errorf("remote turn: %w", err)
-		}
-		figs = append(figs, f)
 	}
 
 	// The flood comes before the concurrent calls and the idle sessions: removing a
@@ -371,99 +377,102 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		syscall.Sync() // the figures after it start with the floods' transcripts written back
 	}
 
-	// 100 concurrent exec_command calls.
-	{
-		var mu sync.Mutex
-		var lat []time.Duration
-		var wg sync.WaitGroup
-		bad := 0
-		for i := 0; i < 100; i++ {
-			wg.Go(func() {
-				t0 := time.Now()
-				r, err := call("exec_command", map[string]any{"cmd": "echo x" + strconv.Itoa(i)})
-				d := time.Since(t0)
-				mu.Lock()
-				defer mu.Unlock()
-				lat = append(lat, d)
-				if err != nil || r["output"] != "x"+strconv.Itoa(i)+"\n" {
-					bad++
-				}
-				if err == nil {
-					go call("kill_session", map[string]any{"session_id": r["session_id"], "remove": true})
-				}
-			})
+	if !floodOnly {
+		// 100 concurrent exec_command calls.
+		{
+			var mu sync.Mutex
+			var lat []time.Duration
+			var wg sync.WaitGroup
+			bad := 0
+			for i := 0; i < 100; i++ {
+				wg.Go(func() {
+					t0 := time.Now()
+					r, err := call("exec_command", map[string]any{"cmd": "echo x" + strconv.Itoa(i)})
+					d := time.Since(t0)
+					mu.Lock()
+					defer mu.Unlock()
+					lat = append(lat, d)
+					if err != nil || r["output"] != "x"+strconv.Itoa(i)+"\n" {
+						bad++
+					}
+					if err == nil {
+						go call("kill_session", map[string]any{"session_id": r["session_id"], "remove": true})
+					}
+				})
+			}
+			wg.Wait()
+			figs = append(figs, figure{name: "100 concurrent exec_command `echo`", prod: lat,
+				note: fmt.Sprintf("p50 %s ms, p99 %s ms, p99/p50 %.2f, wrong results %d", ms(pct(lat, 50)), ms(pct(lat, 99)), float64(pct(lat, 99))/float64(pct(lat, 50)), bad)})
 		}
-		wg.Wait()
-		figs = append(figs, figure{name: "100 concurrent exec_command `echo`", prod: lat,
-			note: fmt.Sprintf("p50 %s ms, p99 %s ms, p99/p50 %.2f, wrong results %d", ms(pct(lat, 50)), ms(pct(lat, 99)), float64(pct(lat, 99))/float64(pct(lat, 50)), bad)})
-	}
 
-	if idle > 0 {
-		var closers []*mcp.ClientSession
-		defer func() {
-			for _, cs := range closers {
-				cs.Close()
+		if idle > 0 {
+			var closers []*mcp.ClientSession
+			defer func() {
+				for _, cs := range closers {
+					cs.Close()
+				}
+			}()
+			// The idle sessions live in a fresh `ptyhub mcp` (and server, with --keep): the
+			// first one's heap still holds what the flood and the other figures left, which
+			// the sessions would reuse, and the RSS growth would understate what they cost.
+			// start runs another `ptyhub mcp` with its own socket (and so its own server) and
+			// the run's state directory; it returns its command and a caller of its tools,
+			// closed when run returns.
+			start := func(sock string, env ...string) (*exec.Cmd, func(string, map[string]any) (map[string]any, error), error) {
+				c := exec.Command(bin, args...)
+				c.Env = append(append(os.Environ(), "PTYHUB_SOCKET="+sock, "XDG_STATE_HOME="+stateDir), env...)
+				c.Stderr = os.Stderr
+				cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: c}, nil)
+				if err != nil {
+					return nil, nil, err
+				}
+				closers = append(closers, cs)
+				return c, func(tool string, a map[string]any) (map[string]any, error) {
+					r, _, err := timedCallOn(ctx, cs, tool, a)
+					return r, err
+				}, nil
 			}
-		}()
-		// The idle sessions live in a fresh `ptyhub mcp` (and server, with --keep): the
-		// first one's heap still holds what the flood and the other figures left, which
-		// the sessions would reuse, and the RSS growth would understate what they cost.
-		// start runs another `ptyhub mcp` with its own socket (and so its own server) and
-		// the run's state directory; it returns its command and a caller of its tools,
-		// closed when run returns.
-		start := func(sock string, env ...string) (*exec.Cmd, func(string, map[string]any) (map[string]any, error), error) {
-			c := exec.Command(bin, args...)
-			c.Env = append(append(os.Environ(), "PTYHUB_SOCKET="+sock, "XDG_STATE_HOME="+stateDir), env...)
-			c.Stderr = os.Stderr
-			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: c}, nil)
+			icmd, icall, err := start(idleSocket, "PTYHUB_MAX_SESSIONS="+strconv.Itoa(idle+100))
 			if err != nil {
-				return nil, nil, err
+				return fmt.Errorf("connect to the idle sessions' ptyhub mcp: %w", err)
 			}
-			closers = append(closers, cs)
-			return c, func(tool string, a map[string]any) (map[string]any, error) {
-				r, _, err := timedCallOn(ctx, cs, tool, a)
-				return r, err
-			}, nil
-		}
-		icmd, icall, err := start(idleSocket, "PTYHUB_MAX_SESSIONS="+strconv.Itoa(idle+100))
-		if err != nil {
-			return fmt.Errorf("connect to the idle sessions' ptyhub mcp: %w", err)
-		}
-		managerPid := func() int {
-			if embedded || !strings.Contains(mcpArgs, "--keep") {
-				return icmd.Process.Pid // the sessions live in ptyhub mcp
+			managerPid := func() int {
+				if embedded || !strings.Contains(mcpArgs, "--keep") {
+					return icmd.Process.Pid // the sessions live in ptyhub mcp
+				}
+				b, err := os.ReadFile(idleSocket + ".lock")
+				if err != nil {
+					return 0
+				}
+				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				return pid
 			}
-			b, err := os.ReadFile(idleSocket + ".lock")
+			// The control: a third `ptyhub mcp`, started as the others, with no sessions. It
+			// keeps its transcripts in the same directory, as all of a user's do: what the
+			// figure compares is sessions alive, not a fuller directory (where, on this kind
+			// of VM, creating a file costs more).
+			_, control, err := start(controlSocket)
 			if err != nil {
-				return 0
+				return fmt.Errorf("connect to a second ptyhub mcp: %w", err)
 			}
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-			return pid
+			// A warm-up call, so the manager and its reaper run before the first reading.
+			if r, err := icall("exec_command", map[string]any{"argv": []string{"/bin/true"}}); err == nil {
+				icall("kill_session", map[string]any{"session_id": r["session_id"], "remove": true})
+			}
+			f, err := idleSessions(idle, min(n, 100), managerPid, icall, control)
+			if err != nil {
+				return err
+			}
+			figs = append(figs, f)
 		}
-		// The control: a third `ptyhub mcp`, started as the others, with no sessions. It
-		// keeps its transcripts in the same directory, as all of a user's do: what the
-		// figure compares is sessions alive, not a fuller directory (where, on this kind
-		// of VM, creating a file costs more).
-		_, control, err := start(controlSocket)
-		if err != nil {
-			return fmt.Errorf("connect to a second ptyhub mcp: %w", err)
-		}
-		// A warm-up call, so the manager and its reaper run before the first reading.
-		if r, err := icall("exec_command", map[string]any{"argv": []string{"/bin/true"}}); err == nil {
-			icall("kill_session", map[string]any{"session_id": r["session_id"], "remove": true})
-		}
-		f, err := idleSessions(idle, min(n, 100), managerPid, icall, control)
+
+		cf, err := cliStart(min(n, 50), bin, dir)
 		if err != nil {
 			return err
 		}
-		figs = append(figs, f)
-	}
+		figs = append(figs, cf.withTarget(cliTarget))
 
-	cf, err := cliStart(min(n, 50), bin, dir)
-	if err != nil {
-		return err
 	}
-	figs = append(figs, cf.withTarget(cliTarget))
 
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("Measured %s on %s/%s, %d CPUs, %d samples per figure (after warm-up); load average at the end: %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), n, strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
