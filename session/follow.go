@@ -159,6 +159,13 @@ func (s *Session) follow(ctx context.Context, d *decider, read func() round, not
 		return time.Since(s.exitedAt), len(s.survivors) > 0
 	}
 	for first := true; ; first = false {
+		// The exit's channel is taken before notify: a notify taken while the program
+		// runs may wake only per batch (collect), and an exit after it must still end the
+		// wait. Once the exit is recorded the channel is always ready, so it is left out.
+		exited := s.exited
+		if s.isExited() {
+			exited = nil
+		}
 		wake := notify()
 		r := read()
 		r.first, r.exited, r.exitQuiet = first, s.isExited, exitQuiet
@@ -174,10 +181,6 @@ func (s *Session) follow(ctx context.Context, d *decider, read func() round, not
 			// follow): the hub's channel is always ready now, so wait for the exit (or the
 			// deadline) instead of spinning on it.
 			wake = nil
-		}
-		exited := s.exited
-		if s.isExited() {
-			exited = nil
 		}
 		select {
 		case <-wake:
