@@ -101,8 +101,18 @@ func (s *Session) collect(ctx context.Context, o collectOpts) collected {
 	notify := func() <-chan struct{} {
 		// In flood mode the collector is woken per batch of output or when the output
 		// pauses (broadcast.Hub.NotifyBatch), not per read: a wake costs more than the
-		// work of one 4 KiB chunk.
+		// work of one 4 KiB chunk. While the program runs and the looks' timer paces the
+		// loop (every waitBackoff's last gap at most), only per batch
+		// (broadcast.Hub.NotifyBoundary): the reader finds the terminal empty now and
+		// then in a flood (~15k times a GiB), and a wake at each of those pauses cost a
+		// thread wake-up and a round for a few KiB; a pause that lasts is seen at the next
+		// look, which in a flood comes no sooner anyway (lookSchedule.streaming), and the
+		// exit ends the wait (follow). Not with a shell whose prompt ends the collect
+		// (atPrompt), which a pause's wake sees at once.
 		if st.Flooding() {
+			if d.looks != nil && d.atPrompt == nil && !s.isExited() {
+				return s.hub.NotifyBoundary(s.cursor)
+			}
 			return s.hub.NotifyBatch(s.cursor)
 		}
 		return s.hub.Notify()

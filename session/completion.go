@@ -56,6 +56,8 @@ type textLog struct {
 	size    int64 // text bytes written or pending
 	dropped int64 // text bytes not written past cap
 	midLine bool  // the text written so far ends inside a line
+	end     int64 // bytes written to the file
+	drop    transcript.PageDropper
 }
 
 // logChunk is how much text a textLog gathers before it appends to the file.
@@ -130,9 +132,14 @@ func (l *textLog) flush() {
 		}
 		l.f = f
 	}
-	_, err := l.f.Write(l.pend)
+	n, err := l.f.Write(l.pend)
 	l.failed = err != nil
 	l.pend = l.pend[:0]
+	if !l.failed {
+		// The file's pages go from the page cache once written back (a flood's log).
+		l.end += int64(n)
+		l.drop.Wrote(l.f, l.end)
+	}
 	if l.failed {
 		l.idle()
 	}

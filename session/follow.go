@@ -165,9 +165,16 @@ func (s *Session) follow(ctx context.Context, d *decider, read func() round, not
 	sawExit := false
 	exitedSeen := func() bool { return sawExit }
 	for first := true; ; first = false {
+		// The exit is looked at once, here, before notify: a notify taken while the
+		// program runs may wake only per batch (collect), and an exit after it must still
+		// end the wait. Once the exit is seen its channel is always ready, so it is left
+		// out: the round waits for the output's end or its quiet.
+		exited := s.exited
+		if sawExit = s.isExited(); sawExit {
+			exited = nil
+		}
 		wake := notify()
 		r := read()
-		sawExit = s.isExited()
 		r.first, r.exited, r.exitQuiet = first, exitedSeen, exitQuiet
 		because, method, retry := d.decide(r)
 		if because != "" {
@@ -181,10 +188,6 @@ func (s *Session) follow(ctx context.Context, d *decider, read func() round, not
 			// follow): the hub's channel is always ready now, so wait for the exit (or the
 			// deadline) instead of spinning on it.
 			wake = nil
-		}
-		exited := s.exited
-		if sawExit {
-			exited = nil // seen: the round waits for the output's end or its quiet
 		}
 		select {
 		case <-wake:

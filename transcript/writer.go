@@ -75,6 +75,8 @@ type Writer struct {
 	err         error
 	closed      bool
 	line        []byte // scratch
+	end         int64  // bytes of the .cast written to the file
+	drop        PageDropper
 
 	// Reading back (Options.Spill), see archive.go. The fields up to smu belong to the
 	// writing goroutine.
@@ -310,7 +312,15 @@ func (w *Writer) writeBuf() {
 		w.fail(err)
 		return
 	}
+	w.wrote(int64(len(b)))
 	w.durable.Store(w.bufRaw)
+}
+
+// wrote counts n bytes written to the file and lets the page cache go of what was
+// written back (PageDropper).
+func (w *Writer) wrote(n int64) {
+	w.end += n
+	w.drop.Wrote(w.f, w.end)
 }
 
 // Close writes what is pending, a marker for output not recorded past the
@@ -410,7 +420,9 @@ func (w *Writer) put(b []byte) {
 		w.size += int64(n)
 		if err != nil {
 			w.fail(err)
+			return
 		}
+		w.wrote(int64(n))
 		return
 	}
 	*w.buf = append(*w.buf, b...)

@@ -4,7 +4,7 @@
 //
 //	go run ./cmd/ptyhub-bench              # builds ptyhub, 200 samples a figure
 //	go run ./cmd/ptyhub-bench -n 500 -flood 1073741824
-//	go run ./cmd/ptyhub-bench -ptyhub BIN -turn   # the REPL turn figures only (alternate two binaries)
+//	go run ./cmd/ptyhub-bench -ptyhub BIN -only turn   # only the REPL turn figures (-only exec,flood…: alternate two binaries)
 //
 //	go run ./cmd/ptyhub-bench -check-inits # CI: fail if a package init takes over 1 ms (a few known ones: their own allowance)
 //
@@ -52,8 +52,7 @@ func main() {
 	remoteHost := flag.String("remote", "", "also measure the REPL turn on this `host` (ssh://…, reached with $PTYHUB_SSH; ptyhub must be on it) against a bare ssh turn")
 	inits := flag.Bool("check-inits", false, "only check that no package init of ptyhub takes over 1 ms (for CI), then exit")
 	state := flag.String("state", "", "parent `directory` of the run's state directory (transcripts, logs; default $XDG_STATE_HOME, else ~/.local/state: where a user's go)")
-	flag.BoolVar(&execOnly, "exec-only", false, "measure only the disk row and exec_command `/bin/true`, and print the exec's distribution (its percentiles and slowest samples)")
-	turnOnly := flag.Bool("turn", false, "only the REPL turn figures (wait_for, detector, TypeScript SDK, pexpect's): for alternated runs of two binaries")
+	onlyList := flag.String("only", "", "measure only these `figures` (comma-separated: exec, turn, ready, flood, concurrent, idle, cli) and the disk row, for alternated runs of two binaries; exec also prints its distribution (percentiles, slowest samples), turn leaves out tmux's")
 	flag.Parse()
 	if *inits {
 		err := withBinary(*bin, func(bin, _ string) error { return checkInits(bin, 1) })
@@ -64,15 +63,34 @@ func main() {
 		return
 	}
 	if err := withBinary(*bin, func(bin, dir string) error {
-		return run(*n, bin, dir, *state, *flood, *idle, *mcpArgs, *remoteHost, *turnOnly)
+		only, err := parseOnly(*onlyList)
+		if err != nil {
+			return err
+		}
+		return run(*n, bin, dir, *state, *flood, *idle, *mcpArgs, *remoteHost, only)
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, "ptyhub-bench:", err)
 		os.Exit(1)
 	}
 }
 
-// execOnly is -exec-only: the run stops after the exec figure and prints its distribution.
-var execOnly bool
+// onlyFigures are the names -only accepts.
+var onlyFigures = []string{"exec", "turn", "ready", "flood", "concurrent", "idle", "cli"}
+
+// parseOnly reads -only's list; nil (every figure) for "".
+func parseOnly(list string) (map[string]bool, error) {
+	if list == "" {
+		return nil, nil
+	}
+	only := map[string]bool{}
+	for _, name := range strings.Split(list, ",") {
+		if !slices.Contains(onlyFigures, name) {
+			return nil, fmt.Errorf("-only: no figure %q (one of %s)", name, strings.Join(onlyFigures, ", "))
+		}
+		only[name] = true
+	}
+	return only, nil
+}
 
 type figure struct {
 	name, floorName string
@@ -151,7 +169,9 @@ func withBinary(bin string, f func(bin, dir string) error) error {
 	return f(bin, dir)
 }
 
-func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, remoteHost string, turnOnly bool) error {
+// run measures the figures; only (nil: all) names those to measure besides the disk row.
+func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, remoteHost string, only map[string]bool) error {
+	measures := func(fig string) bool { return only == nil || only[fig] }
 	ctx := context.Background()
 	args := []string{"mcp"}
 	if mcpArgs != "" {
@@ -216,7 +236,7 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 
 	// exec_command of /bin/true against spawning it on a bare pty.
 	f := figure{name: "exec_command `/bin/true`", floorName: "spawn /bin/true on a bare pty, read to EOF, wait"}
-	for i := 0; i < n+10 && !turnOnly; i++ {
+	for i := 0; i < n+10 && measures("exec"); i++ {
 		t0 := time.Now()
 		if err := bareSpawn("/bin/true"); err != nil {
 			return err
@@ -238,17 +258,13 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 	f.met = func(f figure) bool {
 		return med(f.prod)-med(f.floor) <= execTarget && pct(f.prod, 99) <= 3*time.Millisecond
 	}
-	if !turnOnly {
+	if measures("exec") {
 		figs = append(figs, f)
 	}
-	if execOnly {
-		printTable(figs, n)
-		printDistribution(f)
-		return nil
-	}
+	execFig := f
 
 	// The REPL turn, with and without wait_for.
-	if python != "" {
+	if python != "" && measures("turn") {
 		turnFloor, stop, err := replFloor()
 		if err != nil {
 			return err
@@ -302,8 +318,8 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 			figs = append(figs, figure{name: tsName, floorName: "bare pty turn", floor: fl, prod: pr, note: "node " + tsDriver}.withTarget(tsTarget))
 		}
 		// The peers doing the same turn, against the same floor.
-		if turnOnly {
-			// tmux's turn (milliseconds) is not a peer of the figures -turn compares.
+		if only != nil {
+			// tmux's turn (milliseconds) is not a peer of the figures -only compares.
 		} else if fl, pr, note, err := tmuxTurns(n, turnFloor); err != nil {
 			figs = append(figs, figure{name: "peer: tmux REPL turn", note: "not measured: " + err.Error()})
 		} else {
@@ -317,7 +333,7 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		stop()
 		call("kill_session", map[string]any{"session_id": id, "remove": true})
 	}
-	if python != "" && !turnOnly {
+	if python != "" && measures("ready") {
 		// exec_command of python3 -q until its first prompt.
 		f := figure{name: "exec_command `python3 -q` (no wait_for) until it returns", floorName: "python3 -q on a bare pty until `>>> ` is printed"}
 		because := map[string]int{}
@@ -340,8 +356,11 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		figs = append(figs, f.withTarget(readyTarget))
 	}
 
-	if turnOnly {
-		flood, idle = 0, 0
+	if !measures("flood") {
+		flood = 0
+	}
+	if !measures("idle") {
+		idle = 0
 	}
 	if remoteHost != "" {
 		f, err := remoteTurn(n, remoteHost, call)
@@ -393,7 +412,7 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 	}
 
 	// 100 concurrent exec_command calls.
-	if !turnOnly {
+	if measures("concurrent") {
 		var mu sync.Mutex
 		var lat []time.Duration
 		var wg sync.WaitGroup
@@ -480,7 +499,7 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 		figs = append(figs, f)
 	}
 
-	if !turnOnly {
+	if measures("cli") {
 		cf, err := cliStart(min(n, 50), bin, dir)
 		if err != nil {
 			return err
@@ -489,6 +508,9 @@ func run(n int, bin, dir, stateParent string, flood int64, idle int, mcpArgs, re
 	}
 
 	printTable(figs, n)
+	if only["exec"] {
+		printDistribution(execFig)
+	}
 	return nil
 }
 
