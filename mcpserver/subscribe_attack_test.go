@@ -27,8 +27,9 @@ func (u *updates) count(uri string) int {
 }
 
 // connectRecording connects an MCP client to a new Server of svc and records the
-// resource updates it hears.
-func connectRecording(t *testing.T, svc session.Service) (*mcp.ClientSession, *updates) {
+// resource updates it hears. protocol is the version the client asks for ("": the
+// SDK's latest).
+func connectRecording(t *testing.T, svc session.Service, protocol string) (*mcp.ClientSession, *updates) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, ct := mcp.NewInMemoryTransports()
@@ -43,7 +44,7 @@ func connectRecording(t *testing.T, svc session.Service) (*mcp.ClientSession, *u
 			u.mu.Unlock()
 		},
 	})
-	cs, err := c.Connect(ctx, ct, nil)
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
 		cancel()
 		t.Fatalf("client connect: %v", err)
@@ -61,7 +62,7 @@ func connectRecording(t *testing.T, svc session.Service) (*mcp.ClientSession, *u
 }
 
 // TestSubscribersUnderChurn drives the resource subscriptions of several MCP clients of
-// one manager while sessions start and end at once: every client subscribed to a
+// one manager (with either protocol's subscriptions) while sessions start and end at once: every client subscribed to a
 // session before it ended hears that it ended (notifications/resources/updated), whatever
 // the other clients subscribe and unsubscribe meanwhile; nothing deadlocks, and once the
 // clients are gone no goroutine of theirs is left.
@@ -73,7 +74,11 @@ func TestSubscribersUnderChurn(t *testing.T) {
 	}
 	defer m.Close(context.Background())
 	starter := m.NewClient("starter")
-	driveSubscribers(t, func() session.Service { return m.NewClient("agent") }, []*session.Client{starter})
+	for _, protocol := range []string{"", "2025-06-18"} { // subscriptions/listen; resources/subscribe
+		t.Run("protocol "+protocol, func(t *testing.T) {
+			driveSubscribers(t, func() session.Service { return m.NewClient("agent") }, []*session.Client{starter}, protocol)
+		})
+	}
 	m.Close(context.Background())
 	checkGoroutines(t, base)
 }
@@ -98,7 +103,7 @@ func TestRouterSubscribersUnderChurn(t *testing.T) {
 		return &route.Router{Local: ms[0].NewClient("agent"),
 			Members: func(context.Context) ([]route.Member, []string) { return []route.Member{member}, nil }}
 	}
-	driveSubscribers(t, router, []*session.Client{ms[0].NewClient("starter"), ms[1].NewClient("starter")})
+	driveSubscribers(t, router, []*session.Client{ms[0].NewClient("starter"), ms[1].NewClient("starter")}, "")
 	for _, m := range ms {
 		m.Close(context.Background())
 	}
@@ -110,7 +115,7 @@ func TestRouterSubscribersUnderChurn(t *testing.T) {
 // subscribes to it while unsubscribing and subscribing again to an earlier one, and the
 // session ends (by itself at once, or killed). Each client must hear of each end. The
 // clients are closed when it returns.
-func driveSubscribers(t *testing.T, svc func() session.Service, starters []*session.Client) {
+func driveSubscribers(t *testing.T, svc func() session.Service, starters []*session.Client, protocol string) {
 	const clients, rounds = 4, 24
 	type client struct {
 		cs *mcp.ClientSession
@@ -119,7 +124,7 @@ func driveSubscribers(t *testing.T, svc func() session.Service, starters []*sess
 	var cls []client
 	t.Run("drive", func(t *testing.T) {
 		for range clients {
-			cs, u := connectRecording(t, svc())
+			cs, u := connectRecording(t, svc(), protocol)
 			cls = append(cls, client{cs, u})
 		}
 		ctx := context.Background()
@@ -198,7 +203,7 @@ func checkGoroutines(t *testing.T, base int) {
 // first was.
 func TestSubscriberHearsEndSeenFirst(t *testing.T) {
 	svc := &steppedWatch{calls: make(chan watchCall)}
-	cs, u := connectRecording(t, svc)
+	cs, u := connectRecording(t, svc, "")
 	next := func() watchCall {
 		t.Helper()
 		select {
