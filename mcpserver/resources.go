@@ -17,8 +17,10 @@ import (
 // it returns its text view (escapes removed) and, for terminal sessions, its screen as a
 // second content (ptyhub://session/ID/screen, also readable alone). The list follows the
 // sessions (notifications/resources/list_changed when they come and go); a subscriber of
-// a session gets notifications/resources/updated when it exits or starts waiting for
-// input. The service's Watch says when anything changed, so nothing here polls.
+// a session (or of its screen) gets notifications/resources/updated when it exits or
+// starts waiting for input: at least once for an exit, even one that happened before
+// the subscription was recorded (see subscribed). The service's Watch says when anything
+// changed, so nothing here polls.
 
 const (
 	uriPrefix    = "ptyhub://session/"
@@ -153,7 +155,7 @@ func (r *resources) run(ctx context.Context) {
 			r.mu.Lock()
 			r.heard[ev.SessionID] = ev
 			r.mu.Unlock()
-			r.s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: sessionURI(ev.SessionID)})
+			r.updated(ctx, ev.SessionID)
 		}
 		if res.Generation != gen || first {
 			gen, first = res.Generation, false
@@ -175,7 +177,10 @@ func (r *resources) sync(ctx context.Context, res *session.WatchResult) {
 		old, ok := r.states[in.SessionID]
 		if !ok {
 			added = append(added, in)
-		} else if old == session.StateRunning && in.State != session.StateRunning {
+		}
+		// One first seen already ended (it started and ended between two rounds) ended
+		// too: a client that subscribed to it from its exec's result hears of it.
+		if (!ok || old == session.StateRunning) && in.State != session.StateRunning {
 			ended = append(ended, in.SessionID)
 		}
 		r.states[in.SessionID] = in.State
@@ -220,7 +225,59 @@ func (r *resources) sync(ctx context.Context, res *session.WatchResult) {
 		r.s.mcp.RemoveResources(gone...)
 	}
 	for _, id := range ended {
-		r.s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: sessionURI(id)})
+		r.updated(ctx, id)
+	}
+}
+
+// updated sends notifications/resources/updated for session id: to the subscribers of
+// its resource and to those of its screen (the SDK sends each only to the clients that
+// subscribed to that URI).
+func (r *resources) updated(ctx context.Context, id string) {
+	r.s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: sessionURI(id)})
+	r.s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: sessionURI(id) + screenSuffix})
+}
+
+// subscribed runs once the SDK recorded a subscription to uri (afterSubscribe, after
+// subscribe and the SDK's own bookkeeping). The SDK records it only after subscribe
+// returned, so an end run told in between reached no one: a session already known to
+// have ended is told now (a client may so hear of one end twice, never of none).
+func (r *resources) subscribed(ctx context.Context, uri string) {
+	id, _, ok := sessionOf(uri)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	st, known := r.states[id]
+	r.mu.Unlock()
+	if known && st != session.StateRunning {
+		r.s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+	}
+}
+
+// afterSubscribe is a receiving middleware: after a resources/subscribe the SDK
+// accepted (the protocol before 2026-07-28), it calls resources.subscribed.
+func (s *Server) afterSubscribe(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if sr, ok := req.(*mcp.SubscribeRequest); ok && err == nil && method == "resources/subscribe" && sr.Params != nil {
+			s.res.subscribed(ctx, sr.Params.URI)
+		}
+		return res, err
+	}
+}
+
+// afterListen is a sending middleware: once the SDK acknowledged a subscriptions/listen
+// (the protocol from 2026-07-28 on, where the listen call lasts as long as its
+// subscriptions), it has recorded them, and it calls resources.subscribed for each.
+func (s *Server) afterListen(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if p, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok && err == nil && p != nil {
+			for _, uri := range p.Notifications.ResourceSubscriptions {
+				s.res.subscribed(ctx, uri)
+			}
+		}
+		return res, err
 	}
 }
 

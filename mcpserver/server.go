@@ -120,7 +120,8 @@ func New(svc session.Service, opts Options) *Server {
 		MIMEType: "text/plain", Description: "A session's output (text view), by id or name: any session the tools can name, also one of the CLI or on a host (ptyhub://session/ssh://box:4). resources/list lists this agent's sessions, those of the ptyhub server (the CLI's) and those on every host this agent used; each one's description says whose it is"}, s.res.read)
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: uriPrefix + "{+id}" + screenSuffix, Name: "session-screen",
 		MIMEType: "text/plain", Description: "A session's terminal screen, by id or name (also HOST:ID)"}, s.res.read)
-	s.mcp.AddReceivingMiddleware(s.explainArgumentErrors)
+	s.mcp.AddReceivingMiddleware(s.explainArgumentErrors, s.afterSubscribe)
+	s.mcp.AddSendingMiddleware(s.afterListen)
 	return s
 }
 

@@ -130,6 +130,11 @@ func (t *Tree) Children(pid int) []int {
 	return t.byParent[pid]
 }
 
+// Signalable reports whether this process may send pid a signal (kill(pid, 0) succeeds):
+// false for another user's process (a setuid program's included) and for a pid that is
+// gone. No signal is sent.
+func Signalable(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
+
 // Terminate is the first, polite half of the kill sequence: SIGHUP (the terminal went
 // away), SIGCONT (so a stopped process can act on it) and SIGTERM to every pid.
 func Terminate(pids []int) {

@@ -5,6 +5,7 @@ package reaper
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -37,7 +38,8 @@ func init() {
 // leader is a session leader the reaper started.
 type leader struct {
 	tag    string
-	exited bool // held and exited: a zombie waiting for release
+	start  uint64 // its start time (proc.Info.Start), read when first needed; 0: not yet
+	exited bool   // held and exited: a zombie waiting for release
 	// hold: do not reap it when it exits; the manager reads the exit status from the
 	// zombie itself (no round trip through the reaper on the exit path) and then
 	// releases it (opRelease).
@@ -367,7 +369,25 @@ func (h *helper) members(tag string) []proc.Info {
 		_, ok := h.tags[t]
 		return ok
 	}
-	return sessionMembers(h.self, spawner, tag, leaderPid, leaderAlive, liveLeader, sidOf, knownTag)
+	// The earliest start of the other sessions' leaders still running (not exited):
+	// an orphan nothing names is this session's only if it started before all of them.
+	// Read only for such an orphan: O(sessions alive), a stat of each leader, once.
+	others := func() uint64 {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		earliest := uint64(math.MaxUint64)
+		for pid, l := range h.leaders {
+			if l.tag == tag || h.hasExited(pid, l) {
+				continue
+			}
+			if l.start == 0 {
+				l.start = proc.StartTime(pid) // unreaped: the pid is still this leader
+			}
+			earliest = min(earliest, l.start) // 0 (unreadable): it claims everything
+		}
+		return earliest
+	}
+	return sessionMembers(h.self, spawner, tag, leaderPid, leaderAlive, liveLeader, sidOf, knownTag, others)
 }
 
 // sweep ends every process of the session tagged tag (every descendant with tag ""):

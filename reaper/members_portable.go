@@ -58,16 +58,22 @@ func markersOf(table []proc.Info) map[int]string {
 // sessionMembers returns the live processes of the session tagged tag, under the reaper
 // self, without a subreaper: orphans re-parent to init, so it reads the whole process
 // table once and takes the leader's subtree (while the leader is alive), every process
-// whose session id is a leader's of that session (sidOf), and every process whose
-// environment carries PTYHUB_SESSION=tag, each with its subtree. With tag "", every
-// descendant of the reaper and every process of a session known reports as its own.
-// spawner and liveLeader are unused here. It costs O(machine): one table read, plus one environment
-// read per process not seen by an earlier scan.
+// whose session id is a leader's of that session (sidOf), every process whose
+// environment carries PTYHUB_SESSION=tag, and every process that shares its session id
+// with one found by its environment (every member of a session descends from the process
+// that made it with setsid, so a session holding one of ours is ours: a process whose
+// environment cannot be read — not dumpable — is found so beside a marked one; only one
+// we may signal, never another user's), each with its subtree. With tag "", every descendant of the reaper and every process of a session
+// known reports as its own. spawner, liveLeader and others are unused here: without a
+// subreaper an orphan that nothing names cannot be told from another program of the
+// user's. It costs O(machine): one table read, plus one environment read per process not
+// seen by an earlier scan.
 //
-// What escapes it: a process that left the session with setsid and whose environment
-// no longer carries the marker (env -i, or a program that rewrote it before exec), once
-// its parent chain to the session is broken.
-func sessionMembers(self, spawner int, tag string, leaderPid int, leaderAlive bool, liveLeader func(int) bool, sidOf func(int) (string, bool), known func(string) bool) []proc.Info {
+// What escapes it: a process that left the session with setsid, once its parent chain
+// to the session is broken, when nothing in its new session carries the marker: its
+// environment has none (env -i, or a program that rewrote it before exec) or cannot be
+// read (not dumpable: ssh-agent, a setuid program, an exec of an unreadable binary).
+func sessionMembers(self, spawner int, tag string, leaderPid int, leaderAlive bool, liveLeader func(int) bool, sidOf func(int) (string, bool), known func(string) bool, others func() uint64) []proc.Info {
 	table := proc.List()
 	byParent := make(map[int][]int, len(table))
 	byPid := make(map[int]proc.Info, len(table))
@@ -88,6 +94,7 @@ func sessionMembers(self, spawner int, tag string, leaderPid int, leaderAlive bo
 	} else if leaderAlive {
 		roots = append(roots, leaderPid)
 	}
+	marked := map[int]bool{} // session ids holding a process marked as ours
 	for _, p := range table {
 		if p.Dead() || p.PID == self || p.PID <= 1 {
 			continue
@@ -97,6 +104,12 @@ func sessionMembers(self, spawner int, tag string, leaderPid int, leaderAlive bo
 			continue
 		}
 		if v, ok := markers[p.PID]; ok && mine(v) {
+			roots = append(roots, p.PID)
+			marked[p.Sid] = true
+		}
+	}
+	for _, p := range table {
+		if marked[p.Sid] && p.Sid > 1 && !p.Dead() && p.PID != self && p.PID > 1 && proc.Signalable(p.PID) {
 			roots = append(roots, p.PID)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -358,8 +359,29 @@ func (r *Reaper) Survivors(tag string) []Survivor {
 		t, ok := r.leaders[sid]
 		return t, ok
 	}
+	// As the reaper's own sweep judges an orphan nothing names (see sessionMembers): the
+	// earliest start of the other sessions' leaders alive (a leader not yet released is
+	// unreaped, so its pid is still its own; an exited one is a zombie, start 0, and
+	// claims nothing here).
+	others := func() uint64 {
+		r.mu.Lock()
+		var pids []int
+		for pid, t := range r.leaders {
+			if t != tag {
+				pids = append(pids, pid)
+			}
+		}
+		r.mu.Unlock()
+		earliest := uint64(math.MaxUint64)
+		for _, pid := range pids {
+			if p, err := proc.Stat(pid); err == nil && !p.Dead() {
+				earliest = min(earliest, p.Start)
+			}
+		}
+		return earliest
+	}
 	var out []Survivor
-	for _, p := range sessionMembers(r.cmd.Process.Pid, spawner, tag, leaderPid, false, live, sidOf, nil) {
+	for _, p := range sessionMembers(r.cmd.Process.Pid, spawner, tag, leaderPid, false, live, sidOf, nil, others) {
 		if p.PID != leaderPid {
 			out = append(out, Survivor{PID: p.PID, Command: proc.CommandLine(p.PID)})
 		}

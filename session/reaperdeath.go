@@ -15,8 +15,9 @@ import (
 // lives, its sessions' processes are orphaned to init and nothing would ever end them.
 // So the manager watches each reaper it starts (watchReaper): when one dies outside
 // Close, every session it held ends — its waitExit gets reaper.ErrDead, kills the
-// session's processes itself (sweepOrphaned: by PTYHUB_SESSION in their environment and
-// the leader by pid if its start time still matches, so a reused pid is never hit) and
+// session's processes itself (sweepOrphaned: by PTYHUB_SESSION in their environment, by
+// the session ids of those and of the leader (see procSweep.find), and the leader by pid
+// if its start time still matches, so a reused pid is never hit) and
 // records the exit with that reason — and every client is told once, in its next
 // result's warnings. The next session starts a new reaper (startReaper); a spawn that
 // still cannot reach one is an error of the call, never an exit code of a program that
@@ -70,8 +71,9 @@ func (m *Manager) takeFaults(seen *int) []string {
 // found. It waits for the kill sequence (at most the grace period and a few rounds).
 func (s *Session) sweepOrphaned() []reaper.Survivor {
 	leaderStart := s.leaderStart
+	sw := newProcSweep(map[string]regEntry{s.uuid: {UUID: s.uuid, Leader: s.pid, LeaderStart: leaderStart}})
 	members := func() []int {
-		pids := sessionProcs(map[string]regEntry{s.uuid: {}}, leaderStart)
+		pids := sw.find()
 		if s.pid > 0 && leaderStart != 0 && procStart(s.pid) == leaderStart && !containsPid(pids, s.pid) {
 			pids = append(pids, s.pid)
 		}

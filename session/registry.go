@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -341,14 +342,11 @@ func (r *registry) sweepStale(log func(string, ...any)) {
 		}
 		return
 	}
-	since := uint64(math.MaxUint64)
-	for _, en := range stale {
-		since = min(since, en.LeaderStart) // 0 (unknown): every process
-	}
+	sw := newProcSweep(stale)
 	members := func() []int {
-		pids := sessionProcs(stale, since)
+		pids := sw.find()
 		for _, en := range stale {
-			if en.Leader > 0 && en.LeaderStart != 0 && procStart(en.Leader) == en.LeaderStart {
+			if en.Leader > 0 && en.LeaderStart != 0 && procStart(en.Leader) == en.LeaderStart && !slices.Contains(pids, en.Leader) {
 				pids = append(pids, en.Leader)
 			}
 		}
@@ -384,29 +382,78 @@ func logOwner(name string) (pid int, start uint64, ok bool) {
 	return pid, start, err1 == nil && err2 == nil
 }
 
-// sessionProcs lists live processes whose environment carries PTYHUB_SESSION=<uuid> for
-// one of the given sessions (one pass over the process table). A process started at or
-// after since (the earliest of the sessions' leaders; 0: any) whose environment shows
+// procSweep finds the live processes of sessions whose reaper is gone (the reaper died,
+// or the manager died with it): no subreaper holds their orphans any more, so they are
+// found in the whole process table (see find). It remembers, from one round of a kill
+// sequence to the next, the processes it found by their session id, as pid and start
+// time; not safe for concurrent use (one kill sequence owns it).
+type procSweep struct {
+	sessions map[string]regEntry // uuid → its entry (leader and its start, when known)
+	since    uint64              // the earliest leader start (0: unknown, any process)
+	seen     map[int]uint64      // pid → start of the processes found by session id
+}
+
+func newProcSweep(sessions map[string]regEntry) *procSweep {
+	since := uint64(math.MaxUint64)
+	for _, en := range sessions {
+		since = min(since, en.LeaderStart) // 0 (unknown): every process
+	}
+	return &procSweep{sessions: sessions, since: since, seen: map[int]uint64{}}
+}
+
+// find lists the live processes of the sessions (one pass over the process table, plus
+// re-reads): those whose environment carries PTYHUB_SESSION=<uuid> of one of them, and
+// every process sharing a session id with one of theirs. A session id is theirs when its
+// session holds a process marked so, the session's leader (its pid's start time still
+// the one recorded: the leader made the session with setsid, and a session leader never
+// leaves its session), or a process find found by session id in an earlier round and
+// still there (same pid and start time, same session id). Every member of a session
+// descends from the process that made it with setsid, and no pid is reused while a
+// session of that id has a member, so such a session is wholly theirs: this finds
+// a process whose environment cannot be read (not dumpable: ssh-agent, a setuid
+// program, an exec of a binary it cannot read) that stayed in a session of theirs, or
+// left it with setsid beside a marked process. Only a process we may signal (never
+// another user's) that started at or after the earliest leader is taken so.
+//
+// A process started at or after the earliest leader (0: any) whose environment shows
 // nothing for the moment — between fork and exec, or inside an exec — is read again
 // every millisecond, for at most 100 ms, until it shows one or is gone: taken for
 // unmarked at that moment, it would be left out of its session's kill.
-func sessionProcs(sessions map[string]regEntry, since uint64) []int {
+//
+// What it cannot find: a process that left its session with setsid and whose new
+// session holds nothing marked (its environment unreadable or without the entry), once
+// its parents are gone — nothing that stays readable tells it from another program of
+// the same user.
+func (w *procSweep) find() []int {
 	var pids []int
 	var again []proc.Info
 	self := os.Getpid()
-	for _, p := range proc.List() {
+	table := proc.List()
+	ours := map[int]bool{} // session ids of the sessions' processes
+	for _, en := range w.sessions {
+		if en.Leader > 0 && en.LeaderStart != 0 && procStart(en.Leader) == en.LeaderStart {
+			ours[en.Leader] = true
+		}
+	}
+	for _, p := range table {
 		if p.PID == self || p.Dead() {
 			continue
 		}
+		if st, ok := w.seen[p.PID]; ok && st == p.Start && p.Sid > 1 {
+			ours[p.Sid] = true
+		}
 		v, ok, read := proc.LookupEnv(p.PID, reaper.EnvSession)
 		if !read {
-			if p.Start >= since {
+			if p.Start >= w.since {
 				again = append(again, p)
 			}
 			continue
 		}
-		if _, mine := sessions[v]; ok && mine {
+		if _, mine := w.sessions[v]; ok && mine {
 			pids = append(pids, p.PID)
+			if p.Sid > 1 {
+				ours[p.Sid] = true
+			}
 		}
 	}
 	for try := 0; len(again) > 0 && try < 100; try++ {
@@ -423,14 +470,31 @@ func sessionProcs(sessions map[string]regEntry, since uint64) []int {
 				}
 				continue
 			}
-			if _, mine := sessions[v]; ok && mine && procStart(p.PID) == p.Start {
+			if _, mine := w.sessions[v]; ok && mine && procStart(p.PID) == p.Start {
 				pids = append(pids, p.PID)
+				if p.Sid > 1 {
+					ours[p.Sid] = true
+				}
 			}
 		}
 		again = left
 	}
+	seen := make(map[int]uint64, len(w.seen))
+	for _, p := range table {
+		if !ours[p.Sid] || p.PID == self || p.Dead() || p.Start < w.since || !proc.Signalable(p.PID) {
+			continue
+		}
+		seen[p.PID] = p.Start
+		if !slices.Contains(pids, p.PID) {
+			pids = append(pids, p.PID)
+		}
+	}
+	w.seen = seen
 	return pids
 }
+
+// sessionProcs is one round of a procSweep of sessions (see find).
+func sessionProcs(sessions map[string]regEntry) []int { return newProcSweep(sessions).find() }
 
 // rereadHook, when set (tests), runs before each of sessionProcs' rounds of reading
 // again the processes that showed no environment.

@@ -68,7 +68,7 @@ os.execve(sys.argv[2], [sys.argv[2], "1000"], {sys.argv[3]: sys.argv[4]})`, fifo
 	}
 	t.Cleanup(func() { rereadHook = nil })
 
-	got := sessionProcs(map[string]regEntry{tag: {}}, 0)
+	got := sessionProcs(map[string]regEntry{tag: {}})
 	if !released {
 		t.Fatal("the process without an environment was not read again")
 	}
