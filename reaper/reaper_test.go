@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
+	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
 	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/pty"
 )
@@ -111,21 +112,10 @@ func alive(pids []int) []int {
 	return out
 }
 
-// waitGone polls until none of pids is alive; the limit only bounds a failing test.
+// waitGone waits until none of pids is alive (proctest.WaitExited).
 func waitGone(t *testing.T, pids []int) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if len(alive(pids)) == 0 {
-			return
-		}
-	}
-	var desc []string
-	for _, pid := range alive(pids) {
-		if p, err := proc.Stat(pid); err == nil {
-			desc = append(desc, fmt.Sprintf("%d (%q, state %c, ppid %d, pgid %d, sid %d)", pid, proc.CommandLine(pid), p.State, p.PPID, p.Pgid, p.Sid))
-		}
-	}
-	t.Fatalf("still alive: %s", strings.Join(desc, "; "))
+	proctest.WaitExited(t, pids, "still alive")
 }
 
 // jobScript starts, under an interactive bash, the jobs that defeat killpg: a plain job, a job ignoring HUP and TERM, a nohup job, a setsid escaper, and a

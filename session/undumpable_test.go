@@ -3,11 +3,9 @@ package session
 import (
 	"context"
 	"regexp"
-	"slices"
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/ptyhub/ptyhub/internal/testtool"
 	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
@@ -95,18 +93,7 @@ func TestReaperDeathEndsUndumpable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []int{leader, pids["stay"], pids["new"], pids["mark"]}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		left := slices.DeleteFunc(slices.Clone(want), proctest.Exited)
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			for _, pid := range left {
-				t.Errorf("process %d (%s) outlived its session's reaper", pid, proc.CommandLine(pid))
-			}
-			return
-		}
-	}
+	proctest.WaitExited(t, want, "outlived its session's reaper")
 }
 
 // startUndumpable runs undumpableScript (with args) in a session of a new manager and
@@ -168,16 +155,5 @@ func TestKillEndsLoneUndumpable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []int{pids["LEADER"], pids["new"]}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		left := slices.DeleteFunc(slices.Clone(want), proctest.Exited)
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			for _, pid := range left {
-				t.Errorf("process %d (%s) outlived kill_session", pid, proc.CommandLine(pid))
-			}
-			return
-		}
-	}
+	proctest.WaitExited(t, want, "outlived kill_session")
 }

@@ -4,7 +4,10 @@
 package proctest
 
 import (
+	"fmt"
 	"strings"
+	"testing"
+	"time"
 
 	"github.com/ptyhub/ptyhub/proc"
 )
@@ -30,6 +33,37 @@ func WithEnv(kv string) []int {
 func Exited(pid int) bool {
 	in, err := proc.Stat(pid)
 	return err != nil || in.Dead()
+}
+
+// WaitExited polls until every one of pids has exited (Exited); the limit, 30 s, only
+// bounds a failing test, which it fails naming each process left: "process P (its
+// command line, state, parent, group, session) what".
+func WaitExited(t testing.TB, pids []int, what string) {
+	t.Helper()
+	var left []int
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		left = left[:0]
+		for _, pid := range pids {
+			if !Exited(pid) {
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	var desc []string
+	for _, pid := range left {
+		if p, err := proc.Stat(pid); err == nil {
+			desc = append(desc, fmt.Sprintf("process %d (%q, state %c, ppid %d, pgid %d, sid %d) %s", pid, proc.CommandLine(pid), p.State, p.PPID, p.Pgid, p.Sid, what))
+		}
+	}
+	if len(desc) > 0 {
+		t.Fatal(strings.Join(desc, "; "))
+	}
 }
 
 // Reaper returns the pid of the reaper helper among the children of pid (a server's or
