@@ -24,6 +24,18 @@ type steppedWatch struct {
 	calls chan watchCall
 }
 
+// next waits for the next Watch call, failing the test after 30 s.
+func (s *steppedWatch) next(t *testing.T) watchCall {
+	t.Helper()
+	select {
+	case c := <-s.calls:
+		return c
+	case <-time.After(30 * time.Second):
+		t.Fatal("the resources watch did not call Watch")
+		return watchCall{}
+	}
+}
+
 func (s *steppedWatch) Watch(ctx context.Context, req session.WatchRequest) (*session.WatchResult, error) {
 	c := watchCall{ctx, req, make(chan *session.WatchResult, 1)}
 	select {
@@ -50,32 +62,22 @@ func TestResourcesWatchRounds(t *testing.T) {
 	done := make(chan struct{})
 	go func() { s.res.run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	next := func() watchCall {
-		t.Helper()
-		select {
-		case c := <-svc.calls:
-			return c
-		case <-time.After(30 * time.Second):
-			t.Fatal("the resources watch did not call Watch")
-			return watchCall{}
-		}
-	}
 	running := []session.WatchSession{{SessionID: "1", State: session.StateRunning}}
-	c := next()
+	c := svc.next(t)
 	c.answer <- &session.WatchResult{Generation: 1, Events: []session.WatchEvent{}, Sessions: running}
-	c = next()
+	c = svc.next(t)
 	if c.req.Since != 1 {
 		t.Fatalf("second round since %d, want 1", c.req.Since)
 	}
 	c.answer <- &session.WatchResult{Generation: 2, Events: []session.WatchEvent{}, Delta: true}
-	c2 := next()
+	c2 := svc.next(t)
 	if c2.ctx != c.ctx {
 		t.Error("a round after a change made a new context: each round should share the watch's context until the subscriptions change")
 	}
 	if err := s.res.subscribe(ctx, &mcp.SubscribeRequest{Params: &mcp.SubscribeParams{URI: sessionURI("1")}}); err != nil {
 		t.Fatal(err)
 	}
-	c3 := next()
+	c3 := svc.next(t)
 	if c2.ctx.Err() == nil {
 		t.Error("the subscription did not cancel the Watch in flight")
 	}

@@ -83,13 +83,20 @@ func (f *fakeService) AskHuman(ctx context.Context, r session.AskRequest) (*sess
 // connect serves svc on an in-memory transport and returns a connected Go client.
 func connect(t *testing.T, svc session.Service, opts Options) *mcp.ClientSession {
 	t.Helper()
+	return connectClient(t, svc, opts, nil, nil)
+}
+
+// connectClient is connect with the client's options and its session's (nil: the SDK's
+// defaults). The test's cleanup closes the client and waits for Serve to return.
+func connectClient(t *testing.T, svc session.Service, opts Options, copts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, ct := mcp.NewInMemoryTransports()
 	srv := New(svc, opts)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, st) }()
-	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil)
-	cs, err := c.Connect(ctx, ct, nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, copts)
+	cs, err := c.Connect(ctx, ct, sopts)
 	if err != nil {
 		cancel()
 		t.Fatalf("client connect: %v", err)
@@ -99,7 +106,7 @@ func connect(t *testing.T, svc session.Service, opts Options) *mcp.ClientSession
 		cancel()
 		select {
 		case <-served:
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Error("Serve did not return after the client closed")
 		}
 	})

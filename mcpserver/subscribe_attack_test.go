@@ -31,33 +31,14 @@ func (u *updates) count(uri string) int {
 // SDK's latest).
 func connectRecording(t *testing.T, svc session.Service, protocol string) (*mcp.ClientSession, *updates) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	st, ct := mcp.NewInMemoryTransports()
-	srv := New(svc, Options{})
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, st) }()
 	u := &updates{got: map[string]int{}}
-	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, &mcp.ClientOptions{
+	cs := connectClient(t, svc, Options{}, &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
 			u.mu.Lock()
 			u.got[r.Params.URI]++
 			u.mu.Unlock()
 		},
-	})
-	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
-	if err != nil {
-		cancel()
-		t.Fatalf("client connect: %v", err)
-	}
-	t.Cleanup(func() {
-		cs.Close()
-		cancel()
-		select {
-		case <-served:
-		case <-time.After(30 * time.Second):
-			t.Error("Serve did not return after the client closed")
-		}
-	})
+	}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
 	return cs, u
 }
 
@@ -204,19 +185,9 @@ func checkGoroutines(t *testing.T, base int) {
 func TestSubscriberHearsEndSeenFirst(t *testing.T) {
 	svc := &steppedWatch{calls: make(chan watchCall)}
 	cs, u := connectRecording(t, svc, "")
-	next := func() watchCall {
-		t.Helper()
-		select {
-		case c := <-svc.calls:
-			return c
-		case <-time.After(30 * time.Second):
-			t.Fatal("the resources watch did not call Watch")
-			return watchCall{}
-		}
-	}
-	c := next()
+	c := svc.next(t)
 	c.answer <- &session.WatchResult{Generation: 1, Events: []session.WatchEvent{}}
-	c = next() // waits for a change
+	c = svc.next(t) // waits for a change
 	subscribed := make(chan error, 1)
 	go func() {
 		subscribed <- cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: sessionURI("1")})
@@ -231,7 +202,7 @@ func TestSubscriberHearsEndSeenFirst(t *testing.T) {
 	if err := <-subscribed; err != nil {
 		t.Fatal(err)
 	}
-	c = next()
+	c = svc.next(t)
 	c.answer <- &session.WatchResult{Generation: 2, Events: []session.WatchEvent{}, Delta: true,
 		Sessions: []session.WatchSession{{SessionID: "1", State: session.StateExited}}}
 	for deadline := time.Now().Add(30 * time.Second); u.count(sessionURI("1")) == 0; time.Sleep(5 * time.Millisecond) {
