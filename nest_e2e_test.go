@@ -1,6 +1,7 @@
 package ptyhub_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,20 +14,43 @@ import (
 	"github.com/ptyhub/ptyhub/reaper"
 )
 
-// TestServerStartedInSessionOutlivesIt: a command in a session of server A runs
-// `ptyhub exec` against another socket, which starts server B and a session there, then
-// the command ends. Server B is re-parented to A's reaper once its client exits, and is
-// the user's, not the session's: neither the session's end nor A's shutdown takes B, its
-// reaper or its session; B's environment carries no PTYHUB_SESSION. Then kill-server
-// (with B's environment) ends B and its session.
+// TestServerStartedInSessionOutlivesIt: a command in a session of server A (or of an
+// agent's ptyhub mcp, which hosts its sessions) runs `ptyhub exec` against another
+// socket, which starts server B and a session there, then the command ends. Server B is
+// re-parented to A's reaper once its client exits, and is the user's, not the session's:
+// neither the session's end nor A's shutdown takes B, its reaper or its session; B's
+// environment carries no PTYHUB_SESSION. Then kill-server (with B's environment) ends B
+// and its session.
 func TestServerStartedInSessionOutlivesIt(t *testing.T) {
 	t.Parallel()
+	t.Run("server", func(t *testing.T) {
+		t.Parallel()
+		testNestedServer(t, func(a *svHub, argv []string) (string, func()) {
+			return a.ok(append([]string{"exec", "--yield", "3m", "--name", "outer", "--"}, argv...)...), a.stop
+		})
+	})
+	t.Run("mcp", func(t *testing.T) {
+		t.Parallel()
+		testNestedServer(t, func(a *svHub, argv []string) (string, func()) {
+			agent := a.agent()
+			r := agent.call("exec_command", map[string]any{"argv": argv, "name": "outer", "yield_time_ms": 180000})
+			return fmt.Sprint(r), func() {
+				agent.cs.Close()
+				svWait(t, "the agent's exit", func() bool { return proctest.Exited(agent.cmd.Process.Pid) })
+			}
+		})
+	})
+}
+
+// testNestedServer runs the outer session with outer (which returns what its result
+// says and how to stop A) and checks what survives it.
+func testNestedServer(t *testing.T, outer func(a *svHub, argv []string) (string, func())) {
 	a, b := svNew(t), svNew(t)
 	pidFile := filepath.Join(b.dir, "inner.pid")
 	inner := "env PTYHUB_SOCKET=" + shQuote(b.socket) + " XDG_STATE_HOME=" + shQuote(filepath.Join(filepath.Dir(b.dir), "state")) +
 		" " + shQuote(b.bin) + " exec --name inner --wait-for ready -- sh -c " +
 		shQuote("echo $$ >"+shQuote(pidFile)+"; echo ready; exec sleep 300")
-	out := a.ok("exec", "--yield", "3m", "--name", "outer", "--", "bash", "-c", inner+"; echo done")
+	out, stopA := outer(a, []string{"bash", "-c", inner + "; echo done"})
 	if !strings.Contains(out, "done") {
 		t.Fatalf("the outer session did not finish its command: %q", out)
 	}
@@ -58,12 +82,20 @@ func TestServerStartedInSessionOutlivesIt(t *testing.T) {
 	if v, _ := proc.Getenv(server, reaper.EnvServer); v != "1" {
 		t.Errorf("server B's environment has %s=%q, want 1", reaper.EnvServer, v)
 	}
+	reaperA := 0 // A's reaper, B's parent once its client exited (with a subreaper)
 	if st, err := proc.Stat(server); err == nil {
 		t.Logf("server B %d: parent %d (%s)", server, st.PPID, proc.CommandLine(st.PPID))
+		if proctest.IsReaper(st.PPID) {
+			reaperA = st.PPID
+		}
 	}
 
-	// A's shutdown sweeps everything under its reaper but B.
-	a.stop()
+	// A's shutdown sweeps everything under its reaper but B; the reaper exits once its
+	// sweep is over.
+	stopA()
+	if reaperA != 0 {
+		svWait(t, "the exit of A's reaper", func() bool { return proctest.Exited(reaperA) })
+	}
 	if proctest.Exited(server) || b.serverPID() != server {
 		t.Fatalf("server B %d did not survive server A's shutdown", server)
 	}
