@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -113,5 +114,54 @@ func TestMembersNotThroughAReusedLeaderPid(t *testing.T) {
 	}
 	if got := pids(h.members("old")); slices.Contains(got, pid) {
 		t.Errorf("the old session's members %v take the new leader %d", got, pid)
+	}
+}
+
+// A process kill(2) refuses with EPERM (another user's, such as what sudo runs in a
+// session) is dropped from the escalation's scans and reported once, so the rounds end;
+// a process we may kill stays in them. The refusal is the kernel's when the test runs
+// unprivileged (pid 1), and made up for a real process when it runs as root.
+func TestEscalateGivesUpOnRefused(t *testing.T) {
+	var cmds []*exec.Cmd
+	for range 2 {
+		cmd := exec.Command("sleep", "1013")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		cmds = append(cmds, cmd)
+	}
+	foreign, ours := cmds[0].Process.Pid, cmds[1].Process.Pid
+	kill0 := func(pid int) error {
+		if pid == foreign {
+			return syscall.EPERM
+		}
+		return signal0(pid)
+	}
+	if os.Geteuid() != 0 {
+		foreign, kill0 = 1, signal0
+	}
+	var ps []proc.Info
+	for _, pid := range []int{foreign, ours} {
+		p, err := proc.Stat(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	refused := map[int]uint64{}
+	var reported []int
+	report := func(pid int) { reported = append(reported, pid) }
+	for range 3 {
+		if got := dropRefused(ps, refused, kill0, report); !slices.Equal(got, []int{ours}) {
+			t.Fatalf("dropRefused kept %v, want [%d]", got, ours)
+		}
+	}
+	if !slices.Equal(reported, []int{foreign}) {
+		t.Errorf("reported %v, want [%d] once", reported, foreign)
+	}
+	// The rounds end with only the refused process left.
+	if !proc.Escalate(func() []int { return dropRefused(ps[:1], refused, kill0, report) }, time.Millisecond) {
+		t.Error("escalation went on with only a refused process left")
 	}
 }

@@ -428,8 +428,18 @@ func (h *helper) sweep(tag string, grace time.Duration, first func([]Survivor), 
 // in uninterruptible sleep dies only when it leaves it), once the rounds are over: a
 // caller waiting on a kill is answered then, and a goroutine it starts goes on killing
 // until none is left, then forgets the session.
+//
+// A process kill(2) refuses with EPERM — another user's, such as what `sudo` runs in the
+// session — is given up on: it is left out of the rounds (it would keep the rounds going
+// for ever) and named once on stderr (the manager's log).
 func (h *helper) escalate(tag string, grace time.Duration) {
-	left := func() []int { return h.left(tag) }
+	refused := map[int]uint64{} // used by one call of left at a time (the rounds are sequential)
+	report := func(pid int) {
+		fmt.Fprintf(os.Stderr, "ptyhub-reaper: session %q: process %d (%s) cannot be killed (EPERM: another user's); left running\n", tag, pid, proc.CommandLine(pid))
+	}
+	left := func() []int {
+		return settled(func() []int { return dropRefused(h.members(tag), refused, signal0, report) })
+	}
 	if proc.Escalate(left, grace) {
 		h.forget(tag)
 		return
@@ -446,6 +456,28 @@ func (h *helper) escalate(tag string, grace time.Duration) {
 func (h *helper) left(tag string) []int {
 	return settled(func() []int { return pids(h.members(tag)) })
 }
+
+// dropRefused returns the pids of ps but those kill(2) refuses with EPERM (kill0 sends
+// the null signal), remembered in refused by pid and start time so that each is tested
+// and reported (report, once per process) only the first time.
+func dropRefused(ps []proc.Info, refused map[int]uint64, kill0 func(int) error, report func(int)) []int {
+	out := make([]int, 0, len(ps))
+	for _, p := range ps {
+		if st, ok := refused[p.PID]; ok && st == p.Start {
+			continue
+		}
+		if errors.Is(kill0(p.PID), syscall.EPERM) {
+			refused[p.PID] = p.Start
+			report(p.PID)
+			continue
+		}
+		out = append(out, p.PID)
+	}
+	return out
+}
+
+// signal0 sends pid the null signal: nil, ESRCH (gone) or EPERM (not ours to signal).
+func signal0(pid int) error { return syscall.Kill(pid, 0) }
 
 // gone reports whether the session has no live process (see left).
 func (h *helper) gone(tag string) bool { return len(h.left(tag)) == 0 }

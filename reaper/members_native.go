@@ -38,6 +38,11 @@ import (
 //
 // An orphan taken by the last two rules is one we may signal (proc.Signalable): never
 // another user's, which no kill could end.
+//
+// The walk leaves out a ptyhub server a client started (IsServer; it leads its own
+// session, so only session leaders' environments are read) and its whole subtree, with
+// any rule and with tag "": a per-user server autostarted by a command of the session is
+// the user's, and its sessions are its own (see EnvServer).
 func sessionMembers(self, spawner int, tag string, leaderPid int, leaderAlive bool, liveLeader func(int) bool, sidOf func(int) (string, bool), known func(string) bool, others func() uint64) []proc.Info {
 	var tree proc.Tree
 	var r proc.Reader
@@ -114,6 +119,9 @@ func sessionMembers(self, spawner int, tag string, leaderPid int, leaderAlive bo
 		}
 		seen[pid] = true
 		if p, ok := r.Stat(pid); ok && !p.Dead() {
+			if pid != leaderPid && IsServer(p) {
+				continue // a per-user server and its subtree are the user's (see EnvServer)
+			}
 			out = append(out, p)
 		}
 		roots = append(roots, tree.Children(pid)...)

@@ -69,6 +69,12 @@ func markersOf(table []proc.Info) map[int]string {
 // user's. It costs O(machine): one table read, plus one environment read per process not
 // seen by an earlier scan.
 //
+// The walk leaves out a ptyhub server a client started (IsServer; only the environment
+// of a session leader the walk reaches is read) and its whole subtree, with any rule and
+// with tag "": a per-user server autostarted by a command of the session is the user's,
+// and its sessions are its own (see EnvServer). Its own processes carry no marker of
+// this session, so no other rule reaches under it.
+//
 // What escapes it: a process that left the session with setsid, once its parent chain
 // to the session is broken, when nothing in its new session carries the marker: its
 // environment has none (env -i, or a program that rewrote it before exec) or cannot be
@@ -123,6 +129,9 @@ func sessionMembers(self, spawner int, tag string, leaderPid int, leaderAlive bo
 		}
 		seen[pid] = true
 		if p, ok := byPid[pid]; ok && !p.Dead() {
+			if pid != leaderPid && IsServer(p) {
+				continue // a per-user server and its subtree are the user's (see EnvServer)
+			}
 			out = append(out, p)
 		}
 		roots = append(roots, byParent[pid]...)

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ptyhub/ptyhub/reaper"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -175,7 +176,7 @@ func startServer(o *DialOptions) (<-chan struct{}, error) {
 	// The server outlives this process and is the parent of every session's reaper:
 	// its environment, readable by any process of the user (/proc/PID/environ), keeps no
 	// credential. A caller's environment reaches its sessions in its requests.
-	cmd.Env, _ = session.WithoutSecrets(os.Environ(), nil)
+	cmd.Env = serverEnv(os.Environ())
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -184,6 +185,25 @@ func startServer(o *DialOptions) (<-chan struct{}, error) {
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	return exited, nil
+}
+
+// serverEnv returns the environment of a server started from a process whose
+// environment is env: env without credentials (session.WithoutSecrets), without the
+// PTYHUB_SESSION marker of a session this client may run in, and with
+// PTYHUB_SERVER=1. A server is the user's, not that session's: with the marker, the
+// session's sweeps would take it (and every session it hosts) once this client exits
+// and it is re-parented to the session's reaper; PTYHUB_SERVER=1, with setsid, is how
+// those sweeps recognise it and leave it and its subtree alone (see reaper.EnvServer).
+func serverEnv(env []string) []string {
+	env, _ = session.WithoutSecrets(env, nil)
+	out := env[:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != reaper.EnvSession && name != reaper.EnvServer {
+			out = append(out, kv)
+		}
+	}
+	return append(out, reaper.EnvServer+"=1")
 }
 
 // openServerLog opens StateDir()/server.log for appending, creating the directory.

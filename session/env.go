@@ -67,7 +67,9 @@ func newEnvBase(base []string, dir, profile string, clearEnv bool) *envBase {
 	if !clearEnv {
 		b.env = make([]string, 0, len(base)+len(agentEnv)+2)
 		for _, kv := range base {
-			if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
+			// A server's own mark (reaper.EnvServer) is not passed on: a session's
+			// process carrying it would be recognised as a server by the sweeps.
+			if k, _, ok := strings.Cut(kv, "="); ok && k != "" && k != reaper.EnvServer {
 				b.setEntry(k, kv)
 			}
 		}

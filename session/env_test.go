@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/ptyhub/ptyhub/reaper"
 )
 
 // The environments of a caller's sessions are built from one shared base per world:
@@ -96,5 +99,21 @@ func TestEnvWorldBuiltOnce(t *testing.T) {
 	// directory for an error message that is not made cost 4.
 	if n := testing.AllocsPerRun(20, start); n > 6 {
 		t.Errorf("a start in a known world allocates %.0f times with 200 caller variables, want at most 6", n)
+	}
+}
+
+// TestEnvDropsServerMark: a session started by a server (whose own environment carries
+// the mark a client set at its start) does not carry it, or a process of the session
+// would look like a server to the sweeps.
+func TestEnvDropsServerMark(t *testing.T) {
+	b := newEnvBase([]string{"PATH=/bin", reaper.EnvServer + "=1"}, "/", "", false)
+	env, err := b.with(nil, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, reaper.EnvServer+"=") {
+			t.Errorf("the session's environment %q carries %s", env, kv)
+		}
 	}
 }

@@ -420,6 +420,10 @@ func newProcSweep(sessions map[string]regEntry) *procSweep {
 // every millisecond, for at most 100 ms, until it shows one or is gone: taken for
 // unmarked at that moment, it would be left out of its session's kill.
 //
+// It leaves out a ptyhub server a client started (reaper.IsServer), the members of its
+// session and everything under it: a per-user server autostarted by a command of one of
+// the sessions is the user's, and its sessions are swept by it (see reaper.EnvServer).
+//
 // What it cannot find: a process that left its session with setsid and whose new
 // session holds nothing marked (its environment unreadable or without the entry), once
 // its parents are gone — nothing that stays readable tells it from another program of
@@ -435,8 +439,11 @@ func (w *procSweep) find() []int {
 			ours[en.Leader] = true
 		}
 	}
+	// A per-user server a client started, with its subtree and its session, is the
+	// user's, not the sessions' (see reaper.EnvServer).
+	users := reaper.UnderServers(table, reaper.IsServer)
 	for _, p := range table {
-		if p.PID == self || p.Dead() {
+		if p.PID == self || p.Dead() || users[p.PID] {
 			continue
 		}
 		if st, ok := w.seen[p.PID]; ok && st == p.Start && p.Sid > 1 {
@@ -481,7 +488,7 @@ func (w *procSweep) find() []int {
 	}
 	seen := make(map[int]uint64, len(w.seen))
 	for _, p := range table {
-		if !ours[p.Sid] || p.PID == self || p.Dead() || p.Start < w.since || !proc.Signalable(p.PID) {
+		if !ours[p.Sid] || p.PID == self || p.Dead() || users[p.PID] || p.Start < w.since || !proc.Signalable(p.PID) {
 			continue
 		}
 		seen[p.PID] = p.Start

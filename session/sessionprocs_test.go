@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,5 +75,66 @@ os.execve(sys.argv[2], [sys.argv[2], "1000"], {sys.argv[3]: sys.argv[4]})`, fifo
 	}
 	if !slices.Contains(got, pid) {
 		t.Errorf("process %d (%s), of the session once it exec'd, was not found: %v", pid, proc.CommandLine(pid), got)
+	}
+}
+
+// TestSessionProcsLeavesServers: a per-user server a client started (a session leader
+// marked PTYHUB_SERVER=1; here one that also carries the session's marker, as a forged
+// or inherited one would) is not taken by the sweep after a reaper's death, nor is
+// anything in its session or under it; a process that carries the marker beside it is.
+func TestSessionProcsLeavesServers(t *testing.T) {
+	const tag = "11111111-2222-4333-8444-sessionsrvrs"
+	marked := append(os.Environ(), reaper.EnvSession+"="+tag)
+	srv := exec.Command("sh", "-c", `sleep 1009 & echo $!; setsid sleep 1010 & echo $!; echo $$; wait`)
+	srv.Env = append(marked, reaper.EnvServer+"=1")
+	srv.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-srv.Process.Pid, syscall.SIGKILL); srv.Wait() })
+	var under []int
+	for range 3 {
+		var pid int
+		if _, err := fmt.Fscan(out, &pid); err != nil {
+			t.Fatal(err)
+		}
+		under = append(under, pid)
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	}
+	plain := exec.Command("sleep", "1011")
+	plain.Env = marked
+	plain.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // not in the test's session
+	if err := plain.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Process.Kill(); plain.Wait() })
+	// Every process shows its own environment before the sweep reads it.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		n := 0
+		for _, pid := range append(under, plain.Process.Pid) {
+			if v, _ := proc.Getenv(pid, reaper.EnvSession); v == tag {
+				n++
+			}
+		}
+		if n == len(under)+1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the processes do not show their environment")
+		}
+	}
+
+	got := sessionProcs(map[string]regEntry{tag: {}})
+	if !slices.Contains(got, plain.Process.Pid) {
+		t.Errorf("the marked process %d was not found: %v", plain.Process.Pid, got)
+	}
+	for _, pid := range under {
+		if slices.Contains(got, pid) {
+			t.Errorf("process %d (%s), the server's or under it, was taken: %v", pid, proc.CommandLine(pid), got)
+		}
 	}
 }

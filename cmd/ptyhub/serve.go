@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ptyhub/ptyhub/reaper"
 	"github.com/ptyhub/ptyhub/remote"
 	"github.com/ptyhub/ptyhub/server"
 	"github.com/ptyhub/ptyhub/session"
@@ -107,6 +108,9 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if fs.NArg() > 0 {
 		return usageError(stderr, "serve", fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
+	// The mark a client sets on a server it starts stays in /proc/PID/environ (as at
+	// exec), where the sweeps read it; the server's children do not inherit it.
+	os.Unsetenv(reaper.EnvServer)
 	hostingProcs()
 	hostingGC()
 	level := slog.LevelInfo
