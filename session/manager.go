@@ -63,15 +63,16 @@ type Manager struct {
 	log  *slog.Logger
 
 	reg registry
-	// rmu guards reaper, holdLeaders and faults. The reaper is started on first use and
+	// rmu guards reaper, holdLeaders, faults and deadTold. The reaper is started on first use and
 	// again after it died (reaperdeath.go); each session keeps the one it was started by.
 	// Lock order (doc.go): a leaf, taken after Client.mu; no other lock is taken while
 	// rmu is held.
 	rmu         sync.Mutex
 	reaper      *reaper.Reaper
-	holdLeaders bool        // read exit statuses from /proc instead of waiting for the reaper
-	faults      []string    // what went wrong in the manager itself, told once to each client
-	closing     atomic.Bool // Close has begun: a reaper's exit is no fault
+	holdLeaders bool                    // read exit statuses from /proc instead of waiting for the reaper
+	faults      []string                // what went wrong in the manager itself, told once to each client
+	deadTold    map[*reaper.Reaper]bool // the reapers whose death is in faults (reaperDied)
+	closing     atomic.Bool             // Close has begun: a reaper's exit is no fault
 
 	// floodLag is how long a flood's last output may wait for the recorder (0: the
 	// constant floodLag); set by tests only.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/reaper"
@@ -30,10 +32,32 @@ var errNoReaper = errors.New("ptyhub's helper process (the reaper) could not be 
 var errReaperDied = errors.New("ptyhub's helper process (the reaper) died while the session ran; ptyhub killed the session's processes")
 
 // watchReaper waits for rp's exit and, unless the manager is closing, records it as a
-// fault. One goroutine per reaper started, ending with it.
+// fault (reaperDied). One goroutine per reaper started, ending with it.
 func (m *Manager) watchReaper(rp *reaper.Reaper) {
 	<-rp.Done()
+	if h := watchReaperHook.Load(); h != nil {
+		(*h)()
+	}
+	m.reaperDied(rp)
+}
+
+// watchReaperHook, when set (tests), runs in watchReaper between the reaper's exit and
+// reaperDied: a test holds it to see the session's own path tell the death.
+var watchReaperHook atomic.Pointer[func()]
+
+// reaperDied records the death of rp as a fault, once per reaper, naming its sessions
+// not yet seen exited; unless the manager is closing. Both watchReaper and the exit path
+// of a session whose reaper died (before its exit is recorded) call it, so a result that
+// reports such a session ended also carries the reaper's death: whichever comes first
+// records it. Takes m.mu, then m.rmu, one after the other.
+func (m *Manager) reaperDied(rp *reaper.Reaper) {
 	if m.closing.Load() {
+		return
+	}
+	m.rmu.Lock()
+	told := m.deadTold[rp]
+	m.rmu.Unlock()
+	if told {
 		return
 	}
 	var ids []string
@@ -44,15 +68,33 @@ func (m *Manager) watchReaper(rp *reaper.Reaper) {
 		}
 	}
 	m.mu.Unlock()
-	msg := fmt.Sprintf("ptyhub's helper process (the reaper, pid %d) died (%s)", rp.Pid(), rp.ExitText())
+	// A call fails with ErrDead once the helper's socket is closed, which its exit does
+	// just before its wait returns: wait for how it ended, within a bound (a helper that
+	// closed its socket and lingers is told without it).
+	select {
+	case <-rp.Done():
+	case <-time.After(5 * time.Second):
+	}
+	msg := fmt.Sprintf("ptyhub's helper process (the reaper, pid %d) died", rp.Pid())
+	if how := rp.ExitText(); how != "" {
+		msg += " (" + how + ")"
+	}
 	if len(ids) > 0 {
 		msg += fmt.Sprintf("; its running sessions %s were ended and their processes killed", strings.Join(ids, ", "))
 	}
 	msg += "; the next session starts a new helper"
-	m.log.Warn("reaper died", "pid", rp.Pid(), "status", rp.ExitText(), "sessions", len(ids))
 	m.rmu.Lock()
+	if m.deadTold[rp] {
+		m.rmu.Unlock()
+		return // the other caller recorded it meanwhile
+	}
+	if m.deadTold == nil {
+		m.deadTold = map[*reaper.Reaper]bool{}
+	}
+	m.deadTold[rp] = true
 	m.faults = append(m.faults, msg)
 	m.rmu.Unlock()
+	m.log.Warn("reaper died", "pid", rp.Pid(), "status", rp.ExitText(), "sessions", len(ids))
 }
 
 // takeFaults returns the manager's faults client c has not been told of yet.

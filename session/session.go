@@ -621,7 +621,11 @@ func (s *Session) waitExit() {
 	}
 	if e.Err != nil {
 		// The reaper died with the program still running: nothing else will end what it
-		// held, so the manager does, before the session is seen as exited.
+		// held, so the manager does, before the session is seen as exited; and the
+		// reaper's death is a fault told with the result that reports this end.
+		if errors.Is(e.Err, reaper.ErrDead) {
+			s.m.reaperDied(s.rp.Load())
+		}
 		e.Survivors = s.sweepOrphaned()
 	}
 	s.mu.Lock()
