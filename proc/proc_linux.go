@@ -481,15 +481,31 @@ func canReadExitStatus(pid int) bool {
 
 // environ reads /proc/PID/environ. An empty or failed read is final (read true, no
 // block) for a process that will never show this process an environment — another
-// user's (EACCES), or a kernel thread — and not (read false) otherwise: a process
-// between fork and exec, or inside an exec, shows none for a moment.
+// user's (EACCES), or a kernel thread — or whose environment is really empty (`env -i`:
+// the kernel has set up its image, env_end in its stat is not 0), and not (read false)
+// otherwise: a process between fork and exec, or inside an exec (its new image's env_end
+// is still 0), shows none for a moment. A process whose environment is really empty is
+// thus read once, not again and again by callers waiting for it to show one (a sweep's
+// every scan would wait for it).
 func environ(pid int) ([]byte, bool) {
-	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	path := "/proc/" + strconv.Itoa(pid) + "/environ"
+	b, err := readFile(path)
 	if err != nil && (errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM)) {
 		return nil, true
 	}
 	if err != nil || len(b) == 0 {
-		return nil, kernelThread(pid) // a kernel thread's read fails (ESRCH: it has no memory)
+		kthread, envSet := imageState(pid)
+		if kthread {
+			return nil, true // a kernel thread's read fails (ESRCH: it has no memory)
+		}
+		if err != nil || !envSet {
+			return nil, false
+		}
+		// The image is set up now (it may have been only now): what it shows is final.
+		if b, err = readFile(path); err != nil {
+			return nil, false
+		}
+		return b, true
 	}
 	return b, true
 }
@@ -497,23 +513,39 @@ func environ(pid int) ([]byte, bool) {
 // pfKthread is the kernel's PF_KTHREAD flag, in the flags field of /proc/PID/stat.
 const pfKthread = 0x00200000
 
-// kernelThread reports whether pid is a kernel thread (false when it cannot tell).
-func kernelThread(pid int) bool {
+// imageState reads pid's stat: whether it is a kernel thread, and whether the kernel has
+// set up its environment (env_end, field 51, is not 0: an exec sets it once the new
+// image's stack holds the environment; it reads 0 during an exec, and to a process not
+// allowed to read pid's environment). Both false when it cannot tell.
+func imageState(pid int) (kthread, envSet bool) {
 	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return false
+		return false, false
 	}
+	return statImageState(b)
+}
+
+// statImageState is imageState of the stat file's content b.
+func statImageState(b []byte) (kthread, envSet bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
-		return false
+		return false, false
 	}
-	b = b[i+2:]
-	var sp [7][2]int
-	if fieldSpans(b, sp[:]) < len(sp) {
-		return false
+	b = b[i+2:] // field 3 on
+	var sp [49][2]int
+	n := fieldSpans(b, sp[:])
+	if n < 7 {
+		return false, false
 	}
 	flags, ok := decimal(b[sp[6][0]:sp[6][1]])
-	return ok && flags&pfKthread != 0
+	if ok && flags&pfKthread != 0 {
+		return true, false
+	}
+	if n < len(sp) {
+		return false, false // a kernel without the field (before 3.5)
+	}
+	envEnd, ok := decimal(b[sp[48][0]:sp[48][1]])
+	return false, ok && envEnd != 0
 }
 
 func commandLine(pid int) string {

@@ -3,16 +3,16 @@ package proc
 import (
 	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/ptyhub/ptyhub/internal/testtool"
 )
 
 // TestReaderScratchSmall: a Reader that has read a stat file keeps a 512-byte scratch
@@ -165,10 +165,43 @@ func TestLookupEnvFinal(t *testing.T) {
 		t.Errorf("kernel thread %d (%s) is not read as final", kthread, CommandLine(kthread))
 	}
 
-	// The interpreter itself: a wrapper (pyenv's shim) would give it an environment.
-	cmd := exec.Command(testtool.Python(t), "-c", "import sys; sys.stdin.read()")
+	// A process inside an exec shows an empty environment and its stat's env_end is 0
+	// (the new image's is set last): not final. Once set, an empty one is (env -i: see
+	// TestEmptyEnvironmentIsFinal). The window of an exec cannot be held open from here:
+	// the stat's reading is checked on the lines of a process inside an exec and after.
+	self, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(self[bytes.LastIndexByte(self, ')')+2:]))
+	if len(f) < 49 {
+		t.Skipf("a stat without env_end (%d fields from the state on)", len(f))
+	}
+	if _, set := statImageState(self); !set {
+		t.Fatalf("statImageState(/proc/self/stat) = not set; env_end %s", f[48])
+	}
+	f[48] = "0" // as inside an exec
+	mid := []byte(string(self[:bytes.LastIndexByte(self, ')')+2]) + strings.Join(f, " ") + "\n")
+	if kthread, set := statImageState(mid); kthread || set {
+		t.Fatalf("statImageState with env_end 0 = %v, %v (want false, false)", kthread, set)
+	}
+}
+
+// TestEmptyEnvironmentIsFinal: a process whose environment is really empty (`env -i`)
+// is read once for good (read true, no entry), not taken for one inside an exec (read
+// false), which the sweeps read again for up to 100 ms at each scan.
+func TestEmptyEnvironmentIsFinal(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(sh, "-c", "echo ready; read x")
 	cmd.Env = []string{}
 	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +209,15 @@ func TestLookupEnvFinal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { in.Close(); cmd.Wait() }()
-	if _, _, read := LookupEnv(cmd.Process.Pid, "PATH"); read {
-		t.Errorf("a process of ours with an empty environment is read as final")
+	// The shell prints once it runs: its exec, and so its environment's set-up, is over.
+	line := make([]byte, 6)
+	if _, err := io.ReadFull(out, line); err != nil || string(line) != "ready\n" {
+		t.Fatalf("read %q, %v", line, err)
+	}
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/environ"); err != nil || len(b) != 0 {
+		t.Fatalf("the environment of sh under env -i: %q, %v (want empty)", b, err)
+	}
+	if _, ok, read := LookupEnv(cmd.Process.Pid, "PTYHUB_SESSION"); ok || !read {
+		t.Fatalf("LookupEnv of an empty environment: found %v, read %v (want false, true)", ok, read)
 	}
 }

@@ -133,8 +133,9 @@ func sessionMembers(self, spawner int, tag string, leaderPid int, leaderAlive bo
 // no environment for a moment (the new image's is set up last, after the program and its
 // interpreter are mapped), and an orphan taken then for unmarked would be left out of
 // its session's kill: it is read again, every millisecond, until it shows one, it is
-// gone, or a hundred tries passed (a process whose environment really is empty). A
-// process whose environment cannot be read (not dumpable, another user's) is read once.
+// gone, or a hundred tries passed. A process whose environment cannot be read (not
+// dumpable, another user's) or is really empty (`env -i`: proc.LookupEnv tells it from
+// one inside an exec) is read once.
 func markerOf(pid int) (string, bool) {
 	for try := 0; ; try++ {
 		v, ok, read := proc.LookupEnv(pid, EnvSession)

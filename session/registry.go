@@ -449,7 +449,7 @@ func (w *procSweep) find() []int {
 		if st, ok := w.seen[p.PID]; ok && st == p.Start && p.Sid > 1 {
 			ours[p.Sid] = true
 		}
-		v, ok, read := proc.LookupEnv(p.PID, reaper.EnvSession)
+		v, ok, read := lookupEnv(p.PID, reaper.EnvSession)
 		if !read {
 			if p.Start >= w.since {
 				again = append(again, p)
@@ -470,7 +470,7 @@ func (w *procSweep) find() []int {
 		time.Sleep(time.Millisecond)
 		left := again[:0]
 		for _, p := range again {
-			v, ok, read := proc.LookupEnv(p.PID, reaper.EnvSession)
+			v, ok, read := lookupEnv(p.PID, reaper.EnvSession)
 			if !read {
 				if procStart(p.PID) == p.Start {
 					left = append(left, p) // the same process, alive: not yet
@@ -502,6 +502,10 @@ func (w *procSweep) find() []int {
 
 // sessionProcs is one round of a procSweep of sessions (see find).
 func sessionProcs(sessions map[string]regEntry) []int { return newProcSweep(sessions).find() }
+
+// lookupEnv is proc.LookupEnv; a test stands in for it to show a process as caught
+// inside an exec (a window it cannot hold open).
+var lookupEnv = proc.LookupEnv
 
 // rereadHook, when set (tests), runs before each of sessionProcs' rounds of reading
 // again the processes that showed no environment.
