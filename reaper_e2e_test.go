@@ -41,17 +41,7 @@ func TestReaperKilledAlone(t *testing.T) {
 		pids = append(pids, pid)
 		starts[pid] = proc.StartTime(pid)
 	}
-	st, err := proc.Stat(pids[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	reaperPid := st.PPID
-	if !proctest.IsReaper(reaperPid) {
-		t.Fatalf("the leader's parent %d is %q, not the reaper", reaperPid, proc.CommandLine(reaperPid))
-	}
-	if err := syscall.Kill(reaperPid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	reaperPid := proctest.KillReaperOf(t, pids[0])
 
 	r = write(t, c, session.WriteRequest{SessionID: r.SessionID, YieldTimeMs: new(int64(30000))})
 	if r.State != session.StateExited {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/ptyhub/ptyhub/internal/testtool/proctest"
-	"github.com/ptyhub/ptyhub/proc"
 )
 
 // TestReaperDeathToldWithTheEnd: the result that reports a session ended because its
@@ -39,17 +37,7 @@ func TestReaperDeathToldWithTheEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pid in %q: %v", r.Output, err)
 	}
-	st, err := proc.Stat(leader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reaperPid := st.PPID
-	if !proctest.IsReaper(reaperPid) {
-		t.Fatalf("the leader's parent %d is %q, not the reaper", reaperPid, proc.CommandLine(reaperPid))
-	}
-	if err := syscall.Kill(reaperPid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	reaperPid := proctest.KillReaperOf(t, leader)
 	w, err := c.Write(context.Background(), WriteRequest{SessionID: r.SessionID, YieldTimeMs: &yield})
 	if err != nil {
 		t.Fatal(err)

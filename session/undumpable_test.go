@@ -81,17 +81,7 @@ func TestReaperDeathEndsUndumpable(t *testing.T) {
 	if st, _ := proc.Stat(pids["new"]); st.Sid == leader {
 		t.Fatalf("new is in the leader's session: %+v", st)
 	}
-	st, err := proc.Stat(leader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reaperPid := st.PPID
-	if !proctest.IsReaper(reaperPid) {
-		t.Fatalf("the leader's parent %d is %q, not the reaper", reaperPid, proc.CommandLine(reaperPid))
-	}
-	if err := syscall.Kill(reaperPid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	proctest.KillReaperOf(t, leader)
 	want := []int{leader, pids["stay"], pids["new"], pids["mark"]}
 	proctest.WaitExited(t, want, "outlived its session's reaper")
 }

@@ -6,6 +6,7 @@ package proctest
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,6 +65,23 @@ func WaitExited(t testing.TB, pids []int, what string) {
 	if len(desc) > 0 {
 		t.Fatal(strings.Join(desc, "; "))
 	}
+}
+
+// KillReaperOf sends SIGKILL to the reaper helper that is leader's parent and returns
+// its pid; it fails the test when leader's parent is not a reaper.
+func KillReaperOf(t testing.TB, leader int) int {
+	t.Helper()
+	st, err := proc.Stat(leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !IsReaper(st.PPID) {
+		t.Fatalf("the leader's parent %d is %q, not the reaper", st.PPID, proc.CommandLine(st.PPID))
+	}
+	if err := syscall.Kill(st.PPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	return st.PPID
 }
 
 // Reaper returns the pid of the reaper helper among the children of pid (a server's or
