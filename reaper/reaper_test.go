@@ -112,6 +112,20 @@ func alive(pids []int) []int {
 	return out
 }
 
+// waitHeldZombie polls until the held leader pid has exited and is a zombie not yet
+// reaped; the limit only bounds a failing test.
+func waitHeldZombie(t *testing.T, pid int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if p, err := proc.Stat(pid); err == nil && p.Dead() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader %d did not exit", pid)
+		}
+	}
+}
+
 // waitGone waits until none of pids is alive (proctest.WaitExited).
 func waitGone(t *testing.T, pids []int) {
 	t.Helper()
@@ -274,14 +288,7 @@ func TestOrphansFoundWithoutListingLeaders(t *testing.T) {
 	if _, err := m.Write([]byte("\n")); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if p, err := proc.Stat(leader); err == nil && p.Dead() {
-			break // a held zombie
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the leader did not exit")
-		}
-	}
+	waitHeldZombie(t, leader)
 	r.mu.Lock()
 	spawner := r.spawner
 	r.mu.Unlock()

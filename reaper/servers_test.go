@@ -81,14 +81,7 @@ read x`
 		if _, err := m.Write([]byte("\n")); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			if p, err := proc.Stat(leader); err == nil && p.Dead() {
-				break // a held zombie
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the leader did not exit")
-			}
-		}
+		waitHeldZombie(t, leader)
 		e, err := r.Release("srv", leader)
 		if err != nil {
 			t.Fatal(err)
