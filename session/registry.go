@@ -442,6 +442,16 @@ func (w *procSweep) find() []int {
 	// A per-user server a client started, with its subtree and its session, is the
 	// user's, not the sessions' (see reaper.EnvServer).
 	users := reaper.UnderServers(table, reaper.IsServer)
+	// mark takes p, whose environment reads v (ok: the entry is there), if it is marked
+	// as one of the sessions', with its session id.
+	mark := func(p proc.Info, v string, ok bool) {
+		if _, mine := w.sessions[v]; ok && mine {
+			pids = append(pids, p.PID)
+			if p.Sid > 1 {
+				ours[p.Sid] = true
+			}
+		}
+	}
 	for _, p := range table {
 		if p.PID == self || p.Dead() || users[p.PID] {
 			continue
@@ -456,12 +466,7 @@ func (w *procSweep) find() []int {
 			}
 			continue
 		}
-		if _, mine := w.sessions[v]; ok && mine {
-			pids = append(pids, p.PID)
-			if p.Sid > 1 {
-				ours[p.Sid] = true
-			}
-		}
+		mark(p, v, ok)
 	}
 	for try := 0; len(again) > 0 && try < 100; try++ {
 		if rereadHook != nil {
@@ -477,11 +482,8 @@ func (w *procSweep) find() []int {
 				}
 				continue
 			}
-			if _, mine := w.sessions[v]; ok && mine && procStart(p.PID) == p.Start {
-				pids = append(pids, p.PID)
-				if p.Sid > 1 {
-					ours[p.Sid] = true
-				}
+			if procStart(p.PID) == p.Start {
+				mark(p, v, ok)
 			}
 		}
 		again = left
