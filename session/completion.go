@@ -56,7 +56,6 @@ type textLog struct {
 	size    int64 // text bytes written or pending
 	dropped int64 // text bytes not written past cap
 	midLine bool  // the text written so far ends inside a line
-	end     int64 // bytes written to the file
 	drop    transcript.PageDropper
 }
 
@@ -137,8 +136,7 @@ func (l *textLog) flush() {
 	l.pend = l.pend[:0]
 	if !l.failed {
 		// The file's pages go from the page cache once written back (a flood's log).
-		l.end += int64(n)
-		l.drop.Wrote(l.f, l.end)
+		l.drop.Wrote(l.f, int64(n))
 	}
 	if l.failed {
 		l.idle()

@@ -18,6 +18,7 @@ import "os"
 // Reads of the file (read_output of offsets that left memory) are served from the disk
 // for the pages dropped. For one goroutine, the file's writer; the zero value is ready.
 type PageDropper struct {
+	end     int64 // the file's length: the bytes written to it
 	started int64 // the file's bytes below this have had their writeback started
 	dropped int64 // the file's bytes below this were dropped from the page cache
 }
@@ -27,10 +28,11 @@ const (
 	dropLag   = 8 << 20
 )
 
-// Wrote says the file f (written in order, from offset 0) now ends at end.
-func (d *PageDropper) Wrote(f *os.File, end int64) {
-	if end-d.started < dropChunk {
+// Wrote says n more bytes were written to the file f (written in order, from offset 0).
+func (d *PageDropper) Wrote(f *os.File, n int64) {
+	d.end += n
+	if d.end-d.started < dropChunk {
 		return
 	}
-	d.wrote(f, end)
+	d.wrote(f, d.end)
 }

@@ -33,7 +33,7 @@ func TestPageDropperKeepsBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if w.drop.dropped == 0 {
-		t.Fatalf("nothing dropped after %d bytes of .cast", w.end)
+		t.Fatalf("nothing dropped after %d bytes of .cast", w.drop.end)
 	}
 	// The pages first, before the reads below bring the early ones back.
 	var st unix.Statfs_t

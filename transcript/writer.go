@@ -74,9 +74,8 @@ type Writer struct {
 	notRecorded int64 // output bytes past the cap
 	err         error
 	closed      bool
-	line        []byte // scratch
-	end         int64  // bytes of the .cast written to the file
-	drop        PageDropper
+	line        []byte      // scratch
+	drop        PageDropper // the .cast's pages in the page cache
 
 	// Reading back (Options.Spill), see archive.go. The fields up to smu belong to the
 	// writing goroutine.
@@ -312,15 +311,8 @@ func (w *Writer) writeBuf() {
 		w.fail(err)
 		return
 	}
-	w.wrote(int64(len(b)))
+	w.drop.Wrote(w.f, int64(len(b)))
 	w.durable.Store(w.bufRaw)
-}
-
-// wrote counts n bytes written to the file and lets the page cache go of what was
-// written back (PageDropper).
-func (w *Writer) wrote(n int64) {
-	w.end += n
-	w.drop.Wrote(w.f, w.end)
 }
 
 // Close writes what is pending, a marker for output not recorded past the
@@ -422,7 +414,7 @@ func (w *Writer) put(b []byte) {
 			w.fail(err)
 			return
 		}
-		w.wrote(int64(n))
+		w.drop.Wrote(w.f, int64(n))
 		return
 	}
 	*w.buf = append(*w.buf, b...)
