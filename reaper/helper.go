@@ -74,6 +74,16 @@ func helperMain() int {
 	if _, ok := os.LookupEnv("GOGC"); !ok {
 		debug.SetGCPercent(25)
 	}
+	// One P: the reaper's work is a few short bursts per session (a fork, a reap, a
+	// sweep's /proc reads), and with a second P every goroutine it readied (a reply, the
+	// reap at SIGCHLD, a release's sweep) also woke an idle thread to spin for it, beside
+	// the session's program on the same CPUs. Its system calls still hand the P on when
+	// they block. The cost: one session's fork (the P stays with the forking thread until
+	// the child has exec'd) holds up another session's reply for that long. A GOMAXPROCS
+	// the user set (passed on by the manager) wins.
+	if _, ok := os.LookupEnv("GOMAXPROCS"); !ok {
+		runtime.GOMAXPROCS(1)
+	}
 	// Handled signals are reset to their defaults in children; without this a manager
 	// started with & or nohup would pass ignored SIGINT/SIGHUP on to every session.
 	sigs := make(chan os.Signal, 8)
