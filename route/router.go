@@ -57,8 +57,11 @@ type Router struct {
 	// reported; refreshing: hosts ("" is Local) with a refresh in flight.
 	pending    []session.Ended
 	refreshing map[string]bool
-	watch      watchState    // watch.go
-	hostsMoved chan struct{} // closed when a host is used (a Watch then looks again)
+	watch      watchState // watch.go
+	// hostsMoved is cancelled when a host is used (a Watch in flight then looks again);
+	// moveHosts cancels it. Both nil until a Watch makes them, and again after a move.
+	hostsMoved context.Context
+	moveHosts  context.CancelFunc
 }
 
 // memberCallTimeout bounds one call to a member on behalf of a listing or a lookup: a
@@ -426,8 +429,8 @@ func (r *Router) moved() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.hostsMoved != nil {
-		close(r.hostsMoved)
-		r.hostsMoved = nil
+		r.moveHosts()
+		r.hostsMoved, r.moveHosts = nil, nil
 	}
 }
 

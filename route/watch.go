@@ -21,7 +21,7 @@ const watchKept = 8
 
 // watchRetry is how soon a Watch returns, with whatever it has, after a member failed to
 // answer, so that the member is asked again (a server that was not running yet).
-const watchRetry = 3 * time.Second
+var watchRetry = 3 * time.Second
 
 // watchState is what a Router remembers of its watchers' generations.
 type watchState struct {
@@ -138,7 +138,7 @@ func (r *Router) Watch(ctx context.Context, req session.WatchRequest) (*session.
 	r.mu.Lock()
 	base := r.watch.at(req.Since)
 	if r.hostsMoved == nil {
-		r.hostsMoved = make(chan struct{})
+		r.hostsMoved, r.moveHosts = context.WithCancel(context.Background())
 	}
 	moved := r.hostsMoved
 	r.mu.Unlock()
@@ -173,7 +173,6 @@ func (r *Router) Watch(ctx context.Context, req session.WatchRequest) (*session.
 	for _, e := range req.Heard {
 		place(e.SessionID, func(s *session.WatchRequest, id string) { e.SessionID = id; s.Heard = append(s.Heard, e) })
 	}
-
 	type answer struct {
 		i   int
 		res *session.WatchResult
@@ -183,7 +182,12 @@ func (r *Router) Watch(ctx context.Context, req session.WatchRequest) (*session.
 	defer cancel()
 	answers := make(chan answer, len(all))
 	whole := 0 // members asked for every session: wait for them before returning
-	for i, m := range all {
+	// alone: every member but Local answered at once, so Local's Watch runs on this
+	// goroutine (Local is asked last). A round (in ptyhub mcp, each start, exit and
+	// removal of a session) then starts no goroutine and hands no answer over.
+	alone := true
+	for i := len(all) - 1; i >= 0; i-- {
+		m := all[i]
 		if subs[i].Since == ^uint64(0) {
 			whole++
 		}
@@ -195,6 +199,24 @@ func (r *Router) Watch(ctx context.Context, req session.WatchRequest) (*session.
 				continue
 			}
 		}
+		if i == 0 && alone {
+			// Local alone is waited for, and ends as the loop below would end it: at its
+			// news, when a host is used (moved), or watchRetry after the others failed
+			// (so that they are asked again).
+			stop := context.AfterFunc(moved, cancel)
+			var t *time.Timer
+			if len(all) > 1 {
+				t = time.AfterFunc(watchRetry, cancel)
+			}
+			res, err := m.Svc.Watch(wctx, subs[i])
+			stop()
+			if t != nil {
+				t.Stop()
+			}
+			answers <- answer{i, res, err}
+			continue
+		}
+		alone = false
 		// One watch per member: owned by this call, ends when wctx does.
 		go func() {
 			res, err := m.Svc.Watch(wctx, subs[i])
@@ -202,6 +224,7 @@ func (r *Router) Watch(ctx context.Context, req session.WatchRequest) (*session.
 		}()
 	}
 	got := make([]answer, len(all))
+	movedC := moved.Done()
 	var retry <-chan time.Time
 	news := false
 	for left := len(all); left > 0; {
@@ -217,7 +240,7 @@ func (r *Router) Watch(ctx context.Context, req session.WatchRequest) (*session.
 				news = news || len(a.res.Events) > 0 || a.res.Generation != subs[a.i].Since
 			case a.i == 0 && wctx.Err() == nil:
 				return nil, a.err // Local failed
-			case wctx.Err() == nil && retry == nil:
+			case wctx.Err() == nil && retry == nil && !alone:
 				t := time.NewTimer(watchRetry)
 				defer t.Stop()
 				retry = t.C
@@ -227,8 +250,8 @@ func (r *Router) Watch(ctx context.Context, req session.WatchRequest) (*session.
 			}
 		case <-retry:
 			cancel()
-		case <-moved:
-			moved = nil
+		case <-movedC:
+			movedC = nil
 			cancel()
 		}
 	}

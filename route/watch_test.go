@@ -121,3 +121,85 @@ func TestRouterWatchRoundCostsItsChanges(t *testing.T) {
 		}
 	}
 }
+
+// enteredService is a watchService that tells entered each time its Watch is called,
+// and counts the goroutines of the process then.
+type enteredService struct {
+	*watchService
+	entered chan int // runtime.NumGoroutine() at the call
+}
+
+func (e *enteredService) Watch(ctx context.Context, req session.WatchRequest) (*session.WatchResult, error) {
+	e.entered <- runtime.NumGoroutine()
+	return e.watchService.Watch(ctx, req)
+}
+
+// With Local as the only member, a Watch round runs Local's Watch on the caller's
+// goroutine (no goroutine per round: ptyhub mcp's resources watch makes one on every
+// start, exit and removal of a session) and still answers as before: the first round
+// lists every session, a change comes back as a delta, and a host used while a round
+// waits (the Router's moved) ends that round with nothing changed, so that the caller
+// watches again with the host. Not parallel: it counts the process's goroutines.
+func TestRouterWatchLocalAlone(t *testing.T) {
+	ctx := context.Background()
+	local := &enteredService{watchService: newWatchService(session.WatchSession{SessionID: "1", State: session.StateRunning}), entered: make(chan int, 1)}
+	r := &Router{Local: local, Members: func(context.Context) ([]Member, []string) { return nil, nil }}
+	base := runtime.NumGoroutine()
+	first, err := r.Watch(ctx, session.WatchRequest{Since: ^uint64(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := <-local.entered; n > base {
+		t.Errorf("goroutines while Local's Watch ran: %d, want at most %d (none started for the round)", n, base)
+	}
+	want := []session.WatchSession{{SessionID: "1", State: session.StateRunning}}
+	if first.Delta || !slices.Equal(first.Sessions, want) {
+		t.Fatalf("first watch: delta %v, sessions %+v; want %+v", first.Delta, first.Sessions, want)
+	}
+
+	type answer struct {
+		res *session.WatchResult
+		err error
+	}
+	answers := make(chan answer, 1)
+	go func() {
+		res, err := r.Watch(ctx, session.WatchRequest{Since: first.Generation})
+		answers <- answer{res, err}
+	}()
+	<-local.entered
+	local.set(nil, session.WatchSession{SessionID: "1", State: session.StateExited})
+	a := <-answers
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	want = []session.WatchSession{{SessionID: "1", State: session.StateExited}}
+	if !a.res.Delta || a.res.Generation == first.Generation || !slices.Equal(a.res.Sessions, want) {
+		t.Fatalf("after the session ended: delta %v, generation %d (was %d), sessions %+v; want a delta with %+v", a.res.Delta, a.res.Generation, first.Generation, a.res.Sessions, want)
+	}
+
+	next := a.res.Generation
+	go func() {
+		res, err := r.Watch(ctx, session.WatchRequest{Since: next})
+		answers <- answer{res, err}
+	}()
+	<-local.entered
+	r.moved() // a host was used: the round in flight ends
+	a = <-answers
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if a.res.Generation != next || len(a.res.Sessions) != 0 || len(a.res.Removed) != 0 {
+		t.Fatalf("after a host was used: generation %d (was %d), sessions %+v, removed %v; want nothing changed", a.res.Generation, next, a.res.Sessions, a.res.Removed)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		res, err := r.Watch(cctx, session.WatchRequest{Since: next})
+		answers <- answer{res, err}
+	}()
+	<-local.entered
+	cancel()
+	if a = <-answers; a.err != context.Canceled {
+		t.Fatalf("a round whose context ended: %+v, %v; want context.Canceled", a.res, a.err)
+	}
+}
