@@ -1,12 +1,15 @@
 package transcript
 
 import (
+	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestDiskFullLeavesWholeLines: a write the disk takes only in part (the disk fills, or
@@ -59,4 +62,27 @@ func TestDiskFullLeavesWholeLines(t *testing.T) {
 		t.Errorf("the last event is %q %q, want the marker that recording stopped", last.Code, last.Data)
 	}
 	t.Logf("%d bytes, %d events, ending %q", fi.Size(), len(evs), last.Data)
+}
+
+// TestFollowEndsWithoutWriter: following a transcript that no writer holds any more and
+// that has no end marker (its writer's process died, or a full disk stopped it before
+// the marker) reads it to its end and stops, where it waited forever: `ptyhub logs -f`
+// of such a session never returned. Not parallel: a child another test forks holds the
+// writer's descriptor, and its lock, until its exec.
+func TestFollowEndsWithoutWriter(t *testing.T) {
+	w, _ := create(t, Options{})
+	w.Output(at(1), 0, []byte("before the crash\r\n"))
+	w.Flush()
+	w.f.Close() // as a crash does: the lock goes, no end marker is written
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rc, err := Output(ctx, w.Path(), OutputOptions{Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil || string(b) != "before the crash\r\n" {
+		t.Fatalf("follow read %q, %v; want the output, then the end", b, err)
+	}
 }
