@@ -371,11 +371,15 @@ func (r *registry) sweepStale(log func(string, ...any)) {
 
 // holdLog takes an exclusive flock on a manager's log, kept until the file is closed (the
 // manager's end, or its death): the sign that the manager lives that holds in every pid
-// namespace, where its pid and start time hold only in its own (see logHeld). A failure
-// costs only that sign.
+// namespace, where its pid and start time hold only in its own (see logHeld). It waits
+// for a sweep's look (logHeld's shared lock, held for a moment) rather than fail beside
+// it. A failure costs only that sign.
 func holdLog(f *os.File) {
 	if rc, err := f.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) { unix.Flock(int(fd), unix.LOCK_EX|unix.LOCK_NB) })
+		rc.Control(func(fd uintptr) {
+			for unix.Flock(int(fd), unix.LOCK_EX) == unix.EINTR {
+			}
+		})
 	}
 }
 
