@@ -91,7 +91,7 @@ func TestArchivedOutputExact(t *testing.T) {
 				if s.hub.Start() < int64(len(data))/2 {
 					t.Fatalf("%s: the ring still holds offset %d", when, s.hub.Start())
 				}
-				raw, missed := s.readRaw(0, int64(len(data)))
+				raw, missed, _ := s.readRaw(0, int64(len(data)))
 				if missed != 0 || !bytes.Equal(raw, data) {
 					t.Fatalf("%s: read back %d bytes (missed %d), want the %d printed (first difference at %d)",
 						when, len(raw), missed, len(data), firstDiffAt(raw, data))
@@ -100,7 +100,7 @@ func TestArchivedOutputExact(t *testing.T) {
 				for range 200 {
 					from := rng.Int64N(int64(len(data)))
 					to := min(int64(len(data)), from+1+rng.Int64N(100<<10))
-					raw, missed := s.readRaw(from, to)
+					raw, missed, _ := s.readRaw(from, to)
 					if missed != 0 || !bytes.Equal(raw, data[from:to]) {
 						t.Fatalf("%s: read %d-%d: %d bytes (missed %d), first difference at %d",
 							when, from, to, len(raw), missed, firstDiffAt(raw, data[from:to]))

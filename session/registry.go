@@ -167,6 +167,7 @@ func (r *registry) init(stateDir string, log func(string, ...any)) {
 			log("registry off", "dir", dir, "err", err)
 			return
 		}
+		holdLog(f)
 		r.dir, r.self, r.start, r.log, r.live = dir, self, start, f, map[string][]byte{}
 		// The sweep goroutine ends once every stale session is gone (bounded by the
 		// kill sequence's grace period).
@@ -255,6 +256,7 @@ func (r *registry) rewrite() {
 	if err != nil {
 		return
 	}
+	holdLog(f) // before the rename: the log's name never points at a file not held
 	if _, err := f.Write(buf); err != nil || os.Rename(tmp, name) != nil {
 		f.Close()
 		os.Remove(tmp)
@@ -316,13 +318,18 @@ func (r *registry) sweepStale(log func(string, ...any)) {
 		path := filepath.Join(r.dir, name)
 		if !strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, ".log") {
 			// A rewrite's leftover: drop it once its owner is gone.
-			if pid, start, ok := logOwner(strings.TrimSuffix(name, ".tmp")); ok && !ownerAlive(pid, start) {
+			if pid, start, ok := logOwner(strings.TrimSuffix(name, ".tmp")); ok && !ownerAlive(pid, start) && !logHeld(path) {
 				os.Remove(path)
 			}
 			continue
 		}
 		if pid, start, ok := logOwner(name); ok && ownerAlive(pid, start) {
 			continue // its manager is alive (this one, or another server of the directory)
+		}
+		if logHeld(path) {
+			// Its manager is alive where its pid means another process or none: in
+			// another pid namespace (a container sharing the directory).
+			continue
 		}
 		alive := false
 		for _, en := range readEntries(path) {
@@ -360,6 +367,54 @@ func (r *registry) sweepStale(log func(string, ...any)) {
 	for _, f := range files {
 		os.Remove(f)
 	}
+}
+
+// holdLog takes an exclusive flock on a manager's log, kept until the file is closed (the
+// manager's end, or its death): the sign that the manager lives that holds in every pid
+// namespace, where its pid and start time hold only in its own (see logHeld). It waits
+// for a sweep's look (logHeld's shared lock, held for a moment) rather than fail beside
+// it. A failure costs only that sign.
+func holdLog(f *os.File) {
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) {
+			for unix.Flock(int(fd), unix.LOCK_EX) == unix.EINTR {
+			}
+		})
+	}
+}
+
+// logHeld reports whether a live manager holds the log at path (holdLog). A manager in
+// another pid namespace sharing the state directory (a container with the user's home
+// mounted) is not found by its pid: without this its sessions were taken for stale and
+// killed, and its log removed. A log rewritten meanwhile (its name now another file,
+// which a live manager made) counts as held.
+func logHeld(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	held := false
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	rc.Control(func(fd uintptr) {
+		switch err := unix.Flock(int(fd), unix.LOCK_SH|unix.LOCK_NB); err {
+		case nil:
+			unix.Flock(int(fd), unix.LOCK_UN)
+		case unix.EWOULDBLOCK:
+			held = true
+		}
+	})
+	if held {
+		return true
+	}
+	var a, b unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &a) != nil || unix.Stat(path, &b) != nil {
+		return false
+	}
+	return a.Ino != b.Ino || a.Dev != b.Dev
 }
 
 // ownerAlive reports whether the manager pid started at start still runs.

@@ -511,9 +511,17 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 		return nil, argError("from", fmt.Sprintf(" %d is past the end of the output (%d bytes)", from, end))
 	}
 	warns := appendNonEmpty(nil, bwarn)
-	raw, missed := s.readRaw(from, to)
+	raw, missed, stop := s.readRaw(from, to)
 	if missed > 0 {
 		warns = append(warns, fmt.Sprintf("bytes %d to %d have left memory and are not shown", from, from+missed))
+	}
+	if stop < to {
+		// What follows raw left memory and the transcript does not hold it (its cap,
+		// a full disk): the read stops there (next_offset), so raw's offsets stay exact.
+		if hs := s.hub.Start(); stop < hs {
+			warns = append(warns, fmt.Sprintf("bytes %d to %d have left memory and the transcript does not hold them; this read stops at %d: read from there for what follows", stop, min(hs, to), stop))
+		}
+		to = stop
 	}
 	base := from + missed // the offset of raw[0]: only the start can be missing
 	var tr truncate.Result
@@ -555,12 +563,17 @@ func (c *Client) Read(ctx context.Context, req ReadRequest) (*Result, error) {
 	return r, nil
 }
 
-// readRaw returns the output at [from, to), from memory or, where it has left memory,
-// from the transcript, and how many bytes at its start are in neither (missed).
-func (s *Session) readRaw(from, to int64) (raw []byte, missed int64) {
+// readRaw returns output from [from, to), from memory or, where it has left memory,
+// from the transcript: how many bytes at its start are in neither (missed), then raw,
+// the bytes from from+missed to end, one run. Bytes in neither can also follow bytes
+// read (the transcript stopped at its cap or at a write error while the ring moved on):
+// the read then stops there, with end short of to, so that raw never spans a hole; a
+// read from end goes on past it.
+func (s *Session) readRaw(from, to int64) (raw []byte, missed, end int64) {
 	raw = make([]byte, 0, max(min(to-from, int64(s.m.opts.Retain)), 0))
 	buf := make([]byte, 32<<10)
-	for off := from; off < to; {
+	off := from
+	for off < to {
 		if off < s.hub.Start() { // left memory: the transcript may have it
 			if n := s.readArchived(buf[:min(int64(len(buf)), to-off, s.hub.Start()-off)], off); n > 0 {
 				raw = append(raw, buf[:n]...)
@@ -569,6 +582,9 @@ func (s *Session) readRaw(from, to int64) (raw []byte, missed int64) {
 			}
 		}
 		if start := s.hub.Start(); off < start { // gone from memory and from disk
+			if len(raw) > 0 {
+				return raw, missed, off // a hole after bytes read: raw ends here
+			}
 			skip := min(start, to) - off
 			missed += skip
 			off += skip
@@ -584,7 +600,7 @@ func (s *Session) readRaw(from, to int64) (raw []byte, missed int64) {
 		raw = append(raw, buf[:n]...)
 		off += int64(n)
 	}
-	return raw, missed
+	return raw, missed, off
 }
 
 // tailLinesStart returns where in raw the last n lines of its text view begin (a line

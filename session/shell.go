@@ -169,15 +169,23 @@ func (s *Session) textOf(ranges [][2]int64, budget int) (truncate.Result, int64)
 	var cnt truncate.RawCounter
 	var missed int64
 	for _, rg := range ranges {
-		raw, m := s.readRaw(rg[0], rg[1])
-		missed += m
-		cnt.Write(raw)
-		base := rg[0] + m
-		var conv termtext.Converter
-		lineFrom := base
-		truncate.ConvertLines(&conv, coll, nil, raw, base, &lineFrom)
-		if rest := truncate.WriteReleased(&conv, coll, conv.Close(nil), base+int64(len(raw))); len(rest) > 0 {
-			coll.Write(rest, lineFrom, base+int64(len(raw)))
+		// One run of bytes at a time: a hole (bytes in neither memory nor the
+		// transcript) may sit inside a range, not only at its start.
+		for from := rg[0]; from < rg[1]; {
+			raw, m, end := s.readRaw(from, rg[1])
+			missed += m
+			cnt.Write(raw)
+			base := from + m
+			var conv termtext.Converter
+			lineFrom := base
+			truncate.ConvertLines(&conv, coll, nil, raw, base, &lineFrom)
+			if rest := truncate.WriteReleased(&conv, coll, conv.Close(nil), base+int64(len(raw))); len(rest) > 0 {
+				coll.Write(rest, lineFrom, base+int64(len(raw)))
+			}
+			if end <= from {
+				break // nothing more to read (the output ends before rg[1])
+			}
+			from = end
 		}
 	}
 	tr := coll.Result()

@@ -37,6 +37,7 @@ type Reader struct {
 	part   []byte          // an unfinished last line, kept while following
 	ended  bool
 	endMsg string
+	final  bool // following, no writer holds the file any more: its end is the end
 }
 
 // Open opens the transcript at path and reads its header.
@@ -45,7 +46,10 @@ func Open(path string) (*Reader, error) { return open(path, false, context.Backg
 // OpenFollow is Open for a transcript that may still be written: at the end
 // of the file Next waits for more until the end marker (EndPrefix) was read,
 // which makes Next return io.EOF, or ctx is done, which makes it return
-// ctx.Err(). It polls the file every 50 ms while waiting.
+// ctx.Err(). It polls the file every 50 ms while waiting. A file no writer holds
+// (its flock is free: the writer closed it, or its process died) will not grow: its
+// end is then the end, with or without the marker (a transcript a full disk stopped,
+// one a crash cut short, one of a session long gone).
 func OpenFollow(ctx context.Context, path string) (*Reader, error) { return open(path, true, ctx) }
 
 func open(path string, follow bool, ctx context.Context) (*Reader, error) {
@@ -127,7 +131,13 @@ func (r *Reader) line() ([]byte, error) {
 		if err != io.EOF {
 			return nil, err
 		}
-		if r.ctx == nil {
+		if r.ctx != nil && !r.final && !r.writerHolds() {
+			// No writer: what it wrote before it let go is read to the end, then
+			// nothing more comes.
+			r.final = true
+			continue
+		}
+		if r.ctx == nil || r.final {
 			if len(r.part) > 0 { // a last line without newline
 				line := r.part
 				r.part = nil
@@ -143,6 +153,17 @@ func (r *Reader) line() ([]byte, error) {
 		case <-t.C:
 		}
 	}
+}
+
+// writerHolds reports whether a writer may still hold the file (Create's flock), which
+// may then still grow: false only when the lock is free. It takes a shared lock for a
+// moment when it is.
+func (r *Reader) writerHolds() bool {
+	if flock(r.f, syscall.LOCK_SH|syscall.LOCK_NB) != nil {
+		return true // held (EWOULDBLOCK), or no answer: follow as if held
+	}
+	flock(r.f, syscall.LOCK_UN)
+	return false
 }
 
 func parseEvent(line []byte) (Event, bool) {

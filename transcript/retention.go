@@ -19,12 +19,16 @@ const pruneGrace = 10 * time.Second
 
 // Prune applies the retention policy to dir (a SessionsDir): it deletes
 // transcripts last written more than keep ago, then the oldest ones until
-// those left total at most keepBytes, and every raw spill that no live
-// writer holds (a spill only serves a live session). Transcripts being
-// written (locked by a live writer) are never deleted, nor are files written
-// in the last 10 seconds. keep <= 0 and keepBytes <= 0 disable their rule.
-// It costs one directory read and one stat per file, plus an open per file
-// it considers deleting. It returns the paths it deleted.
+// those left total at most keepBytes, each with its text log and raw spill, and
+// a raw spill whose transcript is gone that no live writer holds. A spill is never
+// deleted on its own while its transcript stays: a finished transcript's writer
+// holds no file open, yet its session may still be listed and read back (its
+// bytes that are not UTF-8 come from the spill, which Writer.Release deletes
+// when the session leaves its manager). Transcripts being written (locked by a
+// live writer) are never deleted, nor are files written in the last 10
+// seconds. keep <= 0 and keepBytes <= 0 disable their rule. It costs one
+// directory read and one stat per file, plus an open per file it considers
+// deleting. It returns the paths it deleted.
 func Prune(dir string, keep time.Duration, keepBytes int64, now time.Time) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -54,7 +58,9 @@ func Prune(dir string, keep time.Duration, keepBytes int64, now time.Time) ([]st
 		p := filepath.Join(dir, name)
 		switch {
 		case strings.HasSuffix(name, SpillExt):
-			if !locked(p) {
+			// Left by a manager that died: its transcript is gone (pruned).
+			cast := strings.TrimSuffix(p, SpillExt) + Ext
+			if _, err := os.Lstat(cast); errors.Is(err, os.ErrNotExist) && !locked(p) {
 				remove(p)
 			}
 		case strings.HasSuffix(name, Ext):
@@ -79,6 +85,9 @@ func Prune(dir string, keep time.Duration, keepBytes int64, now time.Time) ([]st
 		}
 		remove(f.path)
 		os.Remove(strings.TrimSuffix(f.path, Ext) + LogExt) // the text log goes with it
+		if sp := strings.TrimSuffix(f.path, Ext) + SpillExt; !locked(sp) {
+			remove(sp) // and the raw spill, if a manager that died left one
+		}
 		total -= f.size
 	}
 	return removed, nil

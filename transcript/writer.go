@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -422,14 +423,24 @@ func (w *Writer) put(b []byte) {
 }
 
 // fail records the first disk error and tries once to leave a marker that
-// says so, on a line of its own, straight to the file.
+// says so, on a line of its own, straight to the file. A write the disk took only in
+// part (it filled in the middle of a buffer of events) is cut back first to the end of
+// the last whole write, so the file holds no event cut short (an invalid line for every
+// reader of the format); the room that frees is often enough for the marker.
 func (w *Writer) fail(err error) {
 	if w.err != nil {
 		return
 	}
 	w.err = fmt.Errorf("transcript %s: %w", w.path, err)
 	var line []byte
-	line = append(line, "\n["...)
+	if w.f.Truncate(w.drop.end) == nil {
+		if _, err := w.f.Seek(w.drop.end, io.SeekStart); err != nil {
+			return
+		}
+		line = append(line, '[')
+	} else {
+		line = append(line, "\n["...)
+	}
 	line = strconv.AppendFloat(line, w.last, 'f', 6, 64)
 	line = append(line, `, "m", `...)
 	line, _ = appendJSONString(line, nil, []byte("[transcript write failed: "+err.Error()+"; recording stopped]"))
