@@ -180,10 +180,11 @@ func (h *helper) handle(m *msg, fds []int) {
 		alive = alive && !h.hasExited(pid, l)
 		var err error
 		if ok && alive {
-			// The leader is unreaped (its zombie holds the id), so the group id is ours.
-			err = unix.Kill(-pid, syscall.Signal(m.Sig))
-			if errors.Is(err, unix.ESRCH) {
-				err = unix.Kill(pid, syscall.Signal(m.Sig))
+			// The leader is unreaped (held under h.mu, which every reap of it takes), so
+			// its pid and the group id it made are its own: no new process can have them.
+			err = proc.SignalGroup(pid, syscall.Signal(m.Sig))
+			if errors.Is(err, proc.ErrGone) {
+				err = proc.SignalChild(pid, syscall.Signal(m.Sig))
 			}
 		} else {
 			err = errors.New("session has exited")
@@ -330,7 +331,7 @@ func (h *helper) reap() {
 // else, so continue it, unless it stopped to read or write the terminal.
 func (h *helper) continueStopped(pid int, sig syscall.Signal) {
 	if sig != syscall.SIGTTIN && sig != syscall.SIGTTOU {
-		unix.Kill(pid, syscall.SIGCONT)
+		proc.SignalChild(pid, syscall.SIGCONT) // unreaped: called with h.mu held
 	}
 }
 
@@ -404,7 +405,7 @@ func (h *helper) sweep(tag string, grace time.Duration, first func([]Survivor), 
 	for _, p := range found {
 		surv = append(surv, Survivor{PID: p.PID, Command: proc.CommandLine(p.PID)})
 	}
-	proc.Terminate(pids(found))
+	proc.Terminate(proc.Refs(found))
 	if first != nil {
 		first(surv)
 	}
@@ -437,8 +438,8 @@ func (h *helper) escalate(tag string, grace time.Duration) {
 	report := func(pid int) {
 		fmt.Fprintf(os.Stderr, "ptyhub-reaper: session %q: process %d (%s) cannot be killed (EPERM: another user's); left running\n", tag, pid, proc.CommandLine(pid))
 	}
-	left := func() []int {
-		return settled(func() []int { return dropRefused(h.members(tag), refused, signal0, report) })
+	left := func() []proc.Ref {
+		return settled(func() []proc.Ref { return dropRefused(h.members(tag), refused, signal0, report) })
 	}
 	if proc.Escalate(left, grace) {
 		h.forget(tag)
@@ -457,11 +458,12 @@ func (h *helper) left(tag string) []int {
 	return settled(func() []int { return pids(h.members(tag)) })
 }
 
-// dropRefused returns the pids of ps but those kill(2) refuses with EPERM (kill0 sends
-// the null signal), remembered in refused by pid and start time so that each is tested
-// and reported (report, once per process) only the first time.
-func dropRefused(ps []proc.Info, refused map[int]uint64, kill0 func(int) error, report func(int)) []int {
-	out := make([]int, 0, len(ps))
+// dropRefused returns the processes of ps but those kill(2) refuses with EPERM (kill0
+// sends the null signal, which harms no process that took a pid meanwhile), remembered
+// in refused by pid and start time so that each is tested and reported (report, once per
+// process) only the first time.
+func dropRefused(ps []proc.Info, refused map[int]uint64, kill0 func(int) error, report func(int)) []proc.Ref {
+	out := make([]proc.Ref, 0, len(ps))
 	for _, p := range ps {
 		if st, ok := refused[p.PID]; ok && st == p.Start {
 			continue
@@ -471,7 +473,7 @@ func dropRefused(ps []proc.Info, refused map[int]uint64, kill0 func(int) error, 
 			report(p.PID)
 			continue
 		}
-		out = append(out, p.PID)
+		out = append(out, p.Ref())
 	}
 	return out
 }
@@ -488,7 +490,7 @@ func (h *helper) gone(tag string) bool { return len(h.left(tag)) == 0 }
 // seen alive, then its children list is read after the move), and an escalation that
 // took such a miss for the end would stop killing with a member still alive. Every
 // "none left" that ends a sweep comes from here, never from one bare scan.
-func settled(scan func() []int) []int {
+func settled[T any](scan func() []T) []T {
 	if l := scan(); len(l) > 0 {
 		return l
 	}
