@@ -149,4 +149,3 @@ func (r *Reuser) stop(t *testing.T) {
 		t.Errorf("the unrelated process %d: %v", r.cmd.Process.Pid, err)
 	}
 }
-
