@@ -52,7 +52,7 @@ func Refs(ps []Info) []Ref {
 // start differs) or when r.Start is 0 (nothing tells the process). Another error is the
 // kernel's (EPERM: the process is not ours to signal), for the first signal refused.
 //
-// On Linux (but with the ptyhub_portable tag) it opens a pidfd of r.PID, reads the start
+// On Linux (not under the ptyhub_portable tag) it opens a pidfd of r.PID, reads the start
 // again, and sends through the pidfd: a pidfd is bound to the process it was opened on,
 // and a signal through it reaches that process or, once it is reaped, nothing — never a
 // later process with the same pid. Cost: pidfd_open, the read of /proc/PID/stat (open,

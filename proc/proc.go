@@ -2,7 +2,8 @@
 // process group, session, controlling terminal, start time, children, one environment
 // entry, the state of each thread and what a sleeping one is blocked in — and about this
 // process (its binary, its open descriptors, the terminal on a descriptor), and owns the
-// one sequence that ends a set of processes. No other package reads /proc.
+// one sequence that ends a set of processes, and every signal to a process it found (see
+// Signal). No other package reads /proc.
 //
 // Linux reads /proc; darwin and FreeBSD ask sysctl kern.proc (kern.procargs2 or
 // kern.proc.env for another process's environment). Every reader is side-effect free and
