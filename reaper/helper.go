@@ -394,8 +394,9 @@ func (h *helper) members(tag string) []proc.Info {
 // sweep ends every process of the session tagged tag (every descendant with tag ""):
 // the kill sequence of package proc — SIGHUP+SIGCONT and SIGTERM to all, then, after the
 // grace period or as soon as they are gone, rounds of SIGSTOP+SIGKILL until none is
-// left. first is called with the processes found by the first pass; the same list is
-// returned.
+// left. Each signal goes to the process a walk read, by pid and start (proc.Ref), never to
+// a later process that got its pid (proc.Signal). first is called with the processes
+// found by the first pass; the same list is returned.
 //
 // With aside set, sweep returns right after calling first and the escalation goes on in
 // its own goroutine (owned by the sweep; it ends when the session's tree is empty).
