@@ -57,9 +57,9 @@ func Refs(ps []Info) []Ref {
 // and a signal through it reaches that process or, once it is reaped, nothing — never a
 // later process with the same pid. Cost: pidfd_open, the read of /proc/PID/stat (open,
 // read, close), one pidfd_send_signal per signal and a close: 5 system calls more than
-// kill(2) alone per process, whatever the number of signals. Where pidfd_open fails
-// (kernels before 5.3, a seccomp filter refusing it, no descriptor left) it falls back to
-// what the other systems do.
+// kill(2) alone per process, whatever the number of signals. Where pidfd_open is not
+// there (kernels before 5.3, a seccomp filter refusing it) it falls back to what the
+// other systems do.
 //
 // Elsewhere (darwin, FreeBSD, the portable build): the start is read, then kill(2) is
 // called for each signal. The window that remains is between that read and the kill: the
@@ -137,7 +137,8 @@ func Terminate(ps []Ref) {
 // and SIGKILL to what left() returns, stopping first so that a fork storm cannot outrun
 // the kills. It returns true once left() is empty. left must re-read the process table;
 // each round signals only the processes it names (see Signal), each through one handle
-// for both signals.
+// for both signals, opened escalateBatch at a time: a fork storm of thousands never has
+// the caller hold thousands of pidfds (a manager's descriptors are its sessions').
 func Escalate(left func() []Ref, grace time.Duration) bool {
 	deadline := time.Now().Add(grace)
 	wait := time.Millisecond
@@ -154,23 +155,30 @@ func Escalate(left func() []Ref, grace time.Duration) bool {
 		if len(l) == 0 {
 			return true
 		}
-		hs = hs[:0]
-		for _, r := range l {
-			if h, err := open(r); err == nil {
-				hs = append(hs, h)
+		for len(l) > 0 {
+			batch := l[:min(len(l), escalateBatch)]
+			l = l[len(batch):]
+			hs = hs[:0]
+			for _, r := range batch {
+				if h, err := open(r); err == nil {
+					hs = append(hs, h)
+				}
 			}
-		}
-		for _, h := range hs {
-			h.signal(syscall.SIGSTOP)
-		}
-		for _, h := range hs {
-			h.signal(syscall.SIGKILL)
-			h.close()
+			for _, h := range hs {
+				h.signal(syscall.SIGSTOP)
+			}
+			for _, h := range hs {
+				h.signal(syscall.SIGKILL)
+				h.close()
+			}
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
 	return len(left()) == 0
 }
+
+// escalateBatch bounds the handles (pidfds) a round of Escalate holds at once.
+const escalateBatch = 64
 
 // Kill runs the whole sequence: Terminate(found), then Escalate(left, grace).
 func Kill(found []Ref, left func() []Ref, grace time.Duration) bool {

@@ -21,8 +21,10 @@ type handle struct {
 // pidfd is known to be r's (had r exited and its pid been reused before the open, the
 // start read after it would differ; a process that exits after it is only ever reached
 // through the pidfd as itself). ErrGone when r does not run any more. When no pidfd can
-// be had (ENOSYS before Linux 5.3, a seccomp filter's EPERM, EMFILE: the kill must work
-// without a descriptor to spare) the handle falls back to the checked kill(2).
+// be had (ENOSYS before Linux 5.3, a seccomp filter's EPERM or ENOSYS) the handle falls
+// back to the checked kill(2). Without a descriptor to spare (EMFILE, ENFILE) the start
+// cannot be read either, and nothing is sent: a process that cannot be told from a later
+// one is never signalled (the walk that found it needed descriptors too).
 func open(r Ref) (handle, error) {
 	if r.PID <= 0 || r.Start == 0 {
 		return handle{}, ErrGone
@@ -32,6 +34,9 @@ func open(r Ref) (handle, error) {
 		return handle{}, ErrGone
 	}
 	if err != nil {
+		if !same(r.PID, r.Start) {
+			return handle{}, ErrGone
+		}
 		return handle{fd: -1, pid: r.PID, start: r.Start}, nil
 	}
 	if !same(r.PID, r.Start) {
