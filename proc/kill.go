@@ -25,10 +25,11 @@ import (
 // number is handed out again at once could be hit instead (see session.liveGroup).
 
 // Ref names one incarnation of a process: its pid and its start identifier (Info.Start)
-// as read from the process table. Two processes never have the same Ref (pids are reused
-// only after the pid space wrapped, which takes far longer than the start's unit; on
-// Linux that unit is a clock tick, 10 ms), so a Ref still tells the process read from a
-// later one with its pid.
+// as read from the process table. A later process with the same pid has another start
+// unless it started within the same unit of the start (a clock tick, 10 ms, on Linux; a
+// microsecond on the BSDs): pids are handed out in turn, so that takes the whole pid space
+// to wrap within the unit (or a privileged process setting the next pid, as the tests
+// do). So a Ref tells the process read from a later one with its pid.
 type Ref struct {
 	PID   int
 	Start uint64
@@ -96,9 +97,9 @@ func errGone(err error) error {
 // signals them together, so a member forking meanwhile does not leave an unsignalled
 // child. A group has no pidfd; it is exact only while the caller knows the group has a
 // member, which keeps the number from being handed to a new process (see above): a
-// session leader it holds unreaped, or a member found alive just before (then only a
-// group that ends in that instant and whose number goes at once to a new group is
-// missed, and that one is hit).
+// session leader it holds unreaped, or a member found alive just before (then a group
+// that ends in that instant, and whose number goes at once to a new group, is the one
+// case where the new group is hit).
 func SignalGroup(pgid int, sig syscall.Signal) error {
 	if pgid <= 1 {
 		return ErrGone
