@@ -112,6 +112,9 @@ func dialHello(ctx context.Context, o *DialOptions, h *hello) (net.Conn, *Welcom
 			c.Close()
 			if errors.Is(perr, errPeerClosed) {
 				ref, perr = dialPeerRef(o.Socket)
+				if perr == nil && ref.PID == os.Getpid() {
+					perr = errors.New("the server is this process")
+				}
 			}
 			if perr != nil {
 				return nil, nil, fmt.Errorf("replace the ptyhub server of another build: %w", perr)
@@ -197,8 +200,15 @@ func peerRef(c *net.UnixConn) (proc.Ref, error) {
 	hup := false
 	raw.Control(func(fd uintptr) {
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		if n, _ := unix.Poll(fds, 0); n > 0 {
-			hup = fds[0].Revents&unix.POLLHUP != 0
+		if n, _ := unix.Poll(fds, 0); n <= 0 {
+			return
+		}
+		hup = fds[0].Revents&unix.POLLHUP != 0
+		if !hup && fds[0].Revents&unix.POLLIN != 0 {
+			// Readable: data, or the end of the stream (where POLLHUP is not set for it).
+			var b [1]byte
+			n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			hup = n == 0 && err == nil
 		}
 	})
 	if hup || r.Start == 0 {
