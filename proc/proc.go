@@ -2,7 +2,8 @@
 // process group, session, controlling terminal, start time, children, one environment
 // entry, the state of each thread and what a sleeping one is blocked in — and about this
 // process (its binary, its open descriptors, the terminal on a descriptor), and owns the
-// one sequence that ends a set of processes. No other package reads /proc.
+// one sequence that ends a set of processes, and every signal to a process it found (see
+// Signal). No other package reads /proc.
 //
 // Linux reads /proc; darwin and FreeBSD ask sysctl kern.proc (kern.procargs2 or
 // kern.proc.env for another process's environment). Every reader is side-effect free and
@@ -12,7 +13,6 @@ package proc
 import (
 	"errors"
 	"syscall"
-	"time"
 )
 
 // ErrGone is returned for a process that does not exist (or no longer does).
@@ -128,57 +128,6 @@ func (t *Tree) Children(pid int) []int {
 		}
 	}
 	return t.byParent[pid]
-}
-
-// Signalable reports whether this process may send pid a signal (kill(pid, 0) succeeds):
-// false for another user's process (a setuid program's included) and for a pid that is
-// gone. No signal is sent.
-func Signalable(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
-
-// Terminate is the first, polite half of the kill sequence: SIGHUP (the terminal went
-// away), SIGCONT (so a stopped process can act on it) and SIGTERM to every pid.
-func Terminate(pids []int) {
-	for _, pid := range pids {
-		syscall.Kill(pid, syscall.SIGHUP)
-		syscall.Kill(pid, syscall.SIGCONT)
-		syscall.Kill(pid, syscall.SIGTERM)
-	}
-}
-
-// Escalate is the second half: it waits up to grace for left() to come back empty
-// (checking with a backoff from 1 ms to 50 ms), then runs up to 100 rounds of SIGSTOP
-// and SIGKILL to what left() returns, stopping first so that a fork storm cannot outrun
-// the kills. It returns true once left() is empty. left must re-read the process table.
-func Escalate(left func() []int, grace time.Duration) bool {
-	deadline := time.Now().Add(grace)
-	wait := time.Millisecond
-	for time.Now().Before(deadline) {
-		time.Sleep(wait)
-		wait = min(wait*2, 50*time.Millisecond)
-		if len(left()) == 0 {
-			return true
-		}
-	}
-	for range 100 {
-		l := left()
-		if len(l) == 0 {
-			return true
-		}
-		for _, pid := range l {
-			syscall.Kill(pid, syscall.SIGSTOP)
-		}
-		for _, pid := range l {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return len(left()) == 0
-}
-
-// Kill runs the whole sequence: Terminate(found), then Escalate(left, grace).
-func Kill(found []int, left func() []int, grace time.Duration) bool {
-	Terminate(found)
-	return Escalate(left, grace)
 }
 
 // ExitStatus reads the wait status of a zombie (an exited process its parent has not

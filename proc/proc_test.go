@@ -159,16 +159,20 @@ func TestKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	left := func() []int {
+	p, err := Stat(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := func() []Ref {
 		if in, err := Stat(pid); err == nil && !in.Dead() {
-			return []int{pid}
+			return []Ref{p.Ref()}
 		}
 		return nil
 	}
-	if !Kill([]int{pid}, left, 20*time.Millisecond) {
+	if !Kill([]Ref{p.Ref()}, left, 20*time.Millisecond) {
 		t.Fatal("Kill gave up")
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("ended with %v, want SIGKILL", err)
 	}

@@ -39,15 +39,19 @@ func TestEscalateSurvivesOneMissedScan(t *testing.T) {
 		t.Fatal(err) // the traps are set once it printed
 	}
 	pid := cmd.Process.Pid
-	var calls atomic.Int32
-	scan := func() []int {
-		if calls.Add(1) == 2 {
-			return nil // the one missed scan
-		}
-		return alive([]int{pid})
+	p, err := proc.Stat(pid)
+	if err != nil {
+		t.Fatal(err)
 	}
-	proc.Terminate([]int{pid})
-	if !proc.Escalate(func() []int { return settled(scan) }, 200*time.Millisecond) {
+	var calls atomic.Int32
+	scan := func() []proc.Ref {
+		if calls.Add(1) == 2 || len(alive([]int{pid})) == 0 {
+			return nil // the one missed scan, or the end
+		}
+		return []proc.Ref{p.Ref()}
+	}
+	proc.Terminate([]proc.Ref{p.Ref()})
+	if !proc.Escalate(func() []proc.Ref { return settled(scan) }, 200*time.Millisecond) {
 		t.Fatal("escalation gave up")
 	}
 	if left := alive([]int{pid}); len(left) > 0 {
@@ -153,7 +157,7 @@ func TestEscalateGivesUpOnRefused(t *testing.T) {
 	var reported []int
 	report := func(pid int) { reported = append(reported, pid) }
 	for range 3 {
-		if got := dropRefused(ps, refused, kill0, report); !slices.Equal(got, []int{ours}) {
+		if got := dropRefused(ps, refused, kill0, report); !slices.Equal(got, []proc.Ref{ps[1].Ref()}) {
 			t.Fatalf("dropRefused kept %v, want [%d]", got, ours)
 		}
 	}
@@ -161,7 +165,7 @@ func TestEscalateGivesUpOnRefused(t *testing.T) {
 		t.Errorf("reported %v, want [%d] once", reported, foreign)
 	}
 	// The rounds end with only the refused process left.
-	if !proc.Escalate(func() []int { return dropRefused(ps[:1], refused, kill0, report) }, time.Millisecond) {
+	if !proc.Escalate(func() []proc.Ref { return dropRefused(ps[:1], refused, kill0, report) }, time.Millisecond) {
 		t.Error("escalation went on with only a refused process left")
 	}
 }

@@ -190,10 +190,11 @@ func (h *helper) handle(m *msg, fds []int) {
 		alive = alive && !h.hasExited(pid, l)
 		var err error
 		if ok && alive {
-			// The leader is unreaped (its zombie holds the id), so the group id is ours.
-			err = unix.Kill(-pid, syscall.Signal(m.Sig))
-			if errors.Is(err, unix.ESRCH) {
-				err = unix.Kill(pid, syscall.Signal(m.Sig))
+			// The leader is unreaped (held under h.mu, which every reap of it takes), so
+			// its pid and the group id it made are its own: no new process can have them.
+			err = proc.SignalGroup(pid, syscall.Signal(m.Sig))
+			if errors.Is(err, proc.ErrGone) {
+				err = proc.SignalChild(pid, syscall.Signal(m.Sig))
 			}
 		} else {
 			err = errors.New("session has exited")
@@ -340,7 +341,7 @@ func (h *helper) reap() {
 // else, so continue it, unless it stopped to read or write the terminal.
 func (h *helper) continueStopped(pid int, sig syscall.Signal) {
 	if sig != syscall.SIGTTIN && sig != syscall.SIGTTOU {
-		unix.Kill(pid, syscall.SIGCONT)
+		proc.SignalChild(pid, syscall.SIGCONT) // unreaped: called with h.mu held
 	}
 }
 
@@ -403,8 +404,9 @@ func (h *helper) members(tag string) []proc.Info {
 // sweep ends every process of the session tagged tag (every descendant with tag ""):
 // the kill sequence of package proc — SIGHUP+SIGCONT and SIGTERM to all, then, after the
 // grace period or as soon as they are gone, rounds of SIGSTOP+SIGKILL until none is
-// left. first is called with the processes found by the first pass; the same list is
-// returned.
+// left. Each signal goes to the process a walk read, by pid and start (proc.Ref), never to
+// a later process that got its pid (proc.Signal). first is called with the processes
+// found by the first pass; the same list is returned.
 //
 // With aside set, sweep returns right after calling first and the escalation goes on in
 // its own goroutine (owned by the sweep; it ends when the session's tree is empty).
@@ -414,7 +416,7 @@ func (h *helper) sweep(tag string, grace time.Duration, first func([]Survivor), 
 	for _, p := range found {
 		surv = append(surv, Survivor{PID: p.PID, Command: proc.CommandLine(p.PID)})
 	}
-	proc.Terminate(pids(found))
+	proc.Terminate(proc.Refs(found))
 	if first != nil {
 		first(surv)
 	}
@@ -447,8 +449,8 @@ func (h *helper) escalate(tag string, grace time.Duration) {
 	report := func(pid int) {
 		fmt.Fprintf(os.Stderr, "ptyhub-reaper: session %q: process %d (%s) cannot be killed (EPERM: another user's); left running\n", tag, pid, proc.CommandLine(pid))
 	}
-	left := func() []int {
-		return settled(func() []int { return dropRefused(h.members(tag), refused, signal0, report) })
+	left := func() []proc.Ref {
+		return settled(func() []proc.Ref { return dropRefused(h.members(tag), refused, signal0, report) })
 	}
 	if proc.Escalate(left, grace) {
 		h.forget(tag)
@@ -467,11 +469,12 @@ func (h *helper) left(tag string) []int {
 	return settled(func() []int { return pids(h.members(tag)) })
 }
 
-// dropRefused returns the pids of ps but those kill(2) refuses with EPERM (kill0 sends
-// the null signal), remembered in refused by pid and start time so that each is tested
-// and reported (report, once per process) only the first time.
-func dropRefused(ps []proc.Info, refused map[int]uint64, kill0 func(int) error, report func(int)) []int {
-	out := make([]int, 0, len(ps))
+// dropRefused returns the processes of ps but those kill(2) refuses with EPERM (kill0
+// sends the null signal, which harms no process that took a pid meanwhile), remembered
+// in refused by pid and start time so that each is tested and reported (report, once per
+// process) only the first time.
+func dropRefused(ps []proc.Info, refused map[int]uint64, kill0 func(int) error, report func(int)) []proc.Ref {
+	out := make([]proc.Ref, 0, len(ps))
 	for _, p := range ps {
 		if st, ok := refused[p.PID]; ok && st == p.Start {
 			continue
@@ -481,7 +484,7 @@ func dropRefused(ps []proc.Info, refused map[int]uint64, kill0 func(int) error, 
 			report(p.PID)
 			continue
 		}
-		out = append(out, p.PID)
+		out = append(out, p.Ref())
 	}
 	return out
 }
@@ -498,7 +501,7 @@ func (h *helper) gone(tag string) bool { return len(h.left(tag)) == 0 }
 // seen alive, then its children list is read after the move), and an escalation that
 // took such a miss for the end would stop killing with a member still alive. Every
 // "none left" that ends a sweep comes from here, never from one bare scan.
-func settled(scan func() []int) []int {
+func settled[T any](scan func() []T) []T {
 	if l := scan(); len(l) > 0 {
 		return l
 	}

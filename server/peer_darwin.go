@@ -19,6 +19,3 @@ func peerCred(fd int) (uid, pid int, err error) {
 	}
 	return int(cred.Uid), pid, nil
 }
-
-// pidfdOpen: no pidfd here; stopServer falls back to probing the pid.
-func pidfdOpen(int) (int, error) { return -1, unix.ENOSYS }

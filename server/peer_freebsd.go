@@ -23,6 +23,3 @@ func peerCred(fd int) (uid, pid int, err error) {
 	pid = int(*(*int32)(unsafe.Add(unsafe.Pointer(&cred), off)))
 	return int(cred.Uid), pid, nil
 }
-
-// pidfdOpen: no pidfd here; stopServer falls back to probing the pid.
-func pidfdOpen(int) (int, error) { return -1, unix.ENOSYS }

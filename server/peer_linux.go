@@ -15,6 +15,3 @@ func peerCred(fd int) (uid, pid int, err error) {
 	}
 	return int(cred.Uid), int(cred.Pid), nil
 }
-
-// pidfdOpen opens a descriptor that becomes readable when pid exits.
-func pidfdOpen(pid int) (int, error) { return unix.PidfdOpen(pid, 0) }

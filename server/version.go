@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ptyhub/ptyhub/proc"
 	"github.com/ptyhub/ptyhub/session"
 )
 
@@ -106,13 +107,19 @@ func dialHello(ctx context.Context, o *DialOptions, h *hello) (net.Conn, *Welcom
 			c.Close()
 			return nil, nil, err
 		}
-		pid, perr := peerPID(c)
-		if attempt == 0 && o.AutoStart && h.Mode == ModeService && w.Running == 0 && pid != os.Getpid() {
+		ref, perr := peerRef(c)
+		if attempt == 0 && o.AutoStart && h.Mode == ModeService && w.Running == 0 && ref.PID != os.Getpid() {
 			c.Close()
+			if errors.Is(perr, errPeerClosed) {
+				ref, perr = dialPeerRef(o.Socket)
+				if perr == nil && ref.PID == os.Getpid() {
+					perr = errors.New("the server is this process")
+				}
+			}
 			if perr != nil {
 				return nil, nil, fmt.Errorf("replace the ptyhub server of another build: %w", perr)
 			}
-			if err := stopServer(ctx, pid); err != nil {
+			if err := stopServer(ctx, ref); err != nil {
 				return nil, nil, fmt.Errorf("replace the ptyhub server of another build: %w", err)
 			}
 			continue
@@ -168,56 +175,84 @@ func peerPID(c *net.UnixConn) (int, error) {
 	return checkPeer(c, c.RemoteAddr().String())
 }
 
-// stopServer sends SIGTERM to the server pid (which ends its sessions and removes its
-// socket) and waits up to 20 s for it to exit.
-func stopServer(ctx context.Context, pid int) error {
+// errPeerClosed: the server closed its end of the connection before its start was read.
+var errPeerClosed = errors.New("the server closed the connection")
+
+// peerRef returns the server at the other end of c (checkPeer) as a proc.Ref: its pid and
+// its start, read while c is open. The server holds its end of c until it exits (nothing
+// it starts inherits the descriptor), so when c has not hung up after the start was read,
+// that start is the server's and not a later process's that got its pid. A connection
+// the server had closed gives errPeerClosed (a protocol 1 server closes after its error);
+// dialPeerRef asks on a fresh one.
+func peerRef(c *net.UnixConn) (proc.Ref, error) {
+	pid, err := peerPID(c)
+	if err != nil {
+		return proc.Ref{}, err
+	}
 	if pid <= 1 {
-		return fmt.Errorf("no server pid")
+		return proc.Ref{}, fmt.Errorf("no server pid")
 	}
-	pfd, perr := pidfdOpen(pid)
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		if perr == nil {
-			unix.Close(pfd)
+	r := proc.Ref{PID: pid, Start: proc.StartTime(pid)}
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return proc.Ref{}, err
+	}
+	hup := false
+	raw.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if n, _ := unix.Poll(fds, 0); n <= 0 {
+			return
 		}
-		if errors.Is(err, syscall.ESRCH) {
+		hup = fds[0].Revents&unix.POLLHUP != 0
+		if !hup && fds[0].Revents&unix.POLLIN != 0 {
+			// Readable: data, or the end of the stream (where POLLHUP is not set for it).
+			var b [1]byte
+			n, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			hup = n == 0 && err == nil
+		}
+	})
+	if hup || r.Start == 0 {
+		return proc.Ref{}, errPeerClosed
+	}
+	return r, nil
+}
+
+// dialPeerRef connects to socket only to read its server's Ref (peerRef), sending nothing.
+func dialPeerRef(socket string) (proc.Ref, error) {
+	c, err := dialOnce(socket)
+	if err != nil {
+		return proc.Ref{}, err
+	}
+	defer c.Close()
+	return peerRef(c)
+}
+
+// stopServer sends SIGTERM to the server r (which ends its sessions and removes its
+// socket) and waits up to 20 s for it to exit. The signal reaches that process only
+// (proc.Open): a server that exited meanwhile counts as stopped, and its pid, if another
+// process has it by now, is not signalled.
+func stopServer(ctx context.Context, r proc.Ref) error {
+	p, err := proc.Open(r)
+	if errors.Is(err, proc.ErrGone) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stop the server (pid %d): %w", r.PID, err)
+	}
+	defer p.Close()
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		if errors.Is(err, proc.ErrGone) {
 			return nil
 		}
-		return fmt.Errorf("stop the server (pid %d): %w", pid, err)
+		return fmt.Errorf("stop the server (pid %d): %w", r.PID, err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	if perr == nil {
-		// The pidfd becomes readable when the process exits.
-		defer unix.Close(pfd)
-		for {
-			ms := int(time.Until(deadline).Milliseconds())
-			if ms <= 0 {
-				break
-			}
-			fds := []unix.PollFd{{Fd: int32(pfd), Events: unix.POLLIN}}
-			n, err := unix.Poll(fds, min(ms, 100))
-			if n > 0 {
-				return nil
-			}
-			if err != nil && err != unix.EINTR {
-				break
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-		}
-		return fmt.Errorf("the server (pid %d) did not exit within 20 s of SIGTERM", pid)
+	if p.Wait(ctx, time.Now().Add(20*time.Second)) {
+		return nil
 	}
-	for time.Now().Before(deadline) { // no pidfd (old kernel): poll for the pid
-		if syscall.Kill(pid, 0) != nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return fmt.Errorf("the server (pid %d) did not exit within 20 s of SIGTERM", pid)
+	return fmt.Errorf("the server (pid %d) did not exit within 20 s of SIGTERM", r.PID)
 }
 
 // legacyRunning asks a protocol 1 server, in its own words, how many sessions are
@@ -270,10 +305,10 @@ func KillServer(ctx context.Context, socket string) (int, error) {
 		}
 		return 0, connectError(socket, err)
 	}
-	pid, err := peerPID(c)
+	r, err := peerRef(c)
 	c.Close()
 	if err != nil {
 		return 0, err
 	}
-	return pid, stopServer(ctx, pid)
+	return r.PID, stopServer(ctx, r)
 }

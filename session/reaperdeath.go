@@ -114,32 +114,17 @@ func (m *Manager) takeFaults(seen *int) []string {
 func (s *Session) sweepOrphaned() []reaper.Survivor {
 	leaderStart := s.leaderStart
 	sw := newProcSweep(map[string]regEntry{s.uuid: {UUID: s.uuid, Leader: s.pid, LeaderStart: leaderStart}})
-	members := func() []int {
-		pids := sw.find()
-		if s.pid > 0 && leaderStart != 0 && procStart(s.pid) == leaderStart && !containsPid(pids, s.pid) {
-			pids = append(pids, s.pid)
-		}
-		return pids
-	}
+	members := func() []proc.Ref { return withLeader(sw.find(), s.pid, leaderStart) }
 	found := members()
 	var out []reaper.Survivor
-	for _, pid := range found {
-		out = append(out, reaper.Survivor{PID: pid, Command: proc.CommandLine(pid)})
+	for _, r := range found {
+		out = append(out, reaper.Survivor{PID: r.PID, Command: proc.CommandLine(r.PID)})
 	}
 	if len(found) > 0 {
 		s.m.log.Warn("reaper died: killing the session's processes", "session", s.id, "processes", len(found))
 		proc.Kill(found, members, reaper.DefaultGrace)
 	}
 	return out
-}
-
-func containsPid(pids []int, pid int) bool {
-	for _, p := range pids {
-		if p == pid {
-			return true
-		}
-	}
-	return false
 }
 
 // spawnError turns a failure to reach a reaper into an error a caller can act on; other

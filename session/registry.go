@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -350,14 +349,12 @@ func (r *registry) sweepStale(log func(string, ...any)) {
 		return
 	}
 	sw := newProcSweep(stale)
-	members := func() []int {
-		pids := sw.find()
+	members := func() []proc.Ref {
+		refs := sw.find()
 		for _, en := range stale {
-			if en.Leader > 0 && en.LeaderStart != 0 && procStart(en.Leader) == en.LeaderStart && !slices.Contains(pids, en.Leader) {
-				pids = append(pids, en.Leader)
-			}
+			refs = withLeader(refs, en.Leader, en.LeaderStart)
 		}
-		return pids
+		return refs
 	}
 	found := members()
 	if len(found) > 0 {
@@ -415,6 +412,21 @@ func logHeld(path string) bool {
 		return false
 	}
 	return a.Ino != b.Ino || a.Dev != b.Dev
+}
+
+// withLeader adds to refs the leader pid started at start, while it runs and is not in
+// them already: the kill signals it as that process only (proc.Signal), so a pid reused
+// since is never hit.
+func withLeader(refs []proc.Ref, pid int, start uint64) []proc.Ref {
+	if pid <= 0 || start == 0 || procStart(pid) != start {
+		return refs
+	}
+	for _, r := range refs {
+		if r.PID == pid {
+			return refs
+		}
+	}
+	return append(refs, proc.Ref{PID: pid, Start: start})
 }
 
 // ownerAlive reports whether the manager pid started at start still runs.
@@ -483,8 +495,9 @@ func newProcSweep(sessions map[string]regEntry) *procSweep {
 // session holds nothing marked (its environment unreadable or without the entry), once
 // its parents are gone — nothing that stays readable tells it from another program of
 // the same user.
-func (w *procSweep) find() []int {
-	var pids []int
+func (w *procSweep) find() []proc.Ref {
+	var refs []proc.Ref
+	taken := map[int]bool{}
 	var again []proc.Info
 	self := os.Getpid()
 	table := proc.List()
@@ -500,8 +513,9 @@ func (w *procSweep) find() []int {
 	// mark takes p, whose environment reads v (ok: the entry is there), if it is marked
 	// as one of the sessions', with its session id.
 	mark := func(p proc.Info, v string, ok bool) {
-		if _, mine := w.sessions[v]; ok && mine {
-			pids = append(pids, p.PID)
+		if _, mine := w.sessions[v]; ok && mine && !taken[p.PID] {
+			taken[p.PID] = true
+			refs = append(refs, p.Ref())
 			if p.Sid > 1 {
 				ours[p.Sid] = true
 			}
@@ -549,16 +563,23 @@ func (w *procSweep) find() []int {
 			continue
 		}
 		seen[p.PID] = p.Start
-		if !slices.Contains(pids, p.PID) {
-			pids = append(pids, p.PID)
+		if !taken[p.PID] {
+			taken[p.PID] = true
+			refs = append(refs, p.Ref())
 		}
 	}
 	w.seen = seen
-	return pids
+	return refs
 }
 
-// sessionProcs is one round of a procSweep of sessions (see find).
-func sessionProcs(sessions map[string]regEntry) []int { return newProcSweep(sessions).find() }
+// sessionProcs is one round of a procSweep of sessions (see find), as pids.
+func sessionProcs(sessions map[string]regEntry) []int {
+	var pids []int
+	for _, r := range newProcSweep(sessions).find() {
+		pids = append(pids, r.PID)
+	}
+	return pids
+}
 
 // lookupEnv is proc.LookupEnv; a test stands in for it to show a process as caught
 // inside an exec (a window it cannot hold open).

@@ -732,7 +732,7 @@ func (c *Client) Kill(ctx context.Context, req KillRequest) (*KillResult, error)
 			case syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTSTP: // what TIOCSIG can send
 				err = s.master.Signal(sig)
 			default:
-				err = syscall.Kill(-pgid, sig)
+				err = proc.SignalGroup(pgid, sig) // a live group of the session (liveGroup)
 			}
 		} else {
 			err = s.rp.Load().SignalGroup(s.uuid, sig)
