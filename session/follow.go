@@ -142,14 +142,18 @@ func (s *Session) follow(ctx context.Context, d *decider, read func() round, not
 	if d.now == nil {
 		d.now = time.Now
 	}
-	var timer *time.Timer
-	var timerC <-chan time.Time
+	// The deadline's timer is the clock's, like the looks' (lookTimer): a Go timer for a
+	// short yield (the CLI's 250 ms) is sooner than the runtime's poller sleeps, and
+	// setting it broke that sleep at every call.
+	var timer *lookTimer
+	var timerC <-chan struct{}
 	if !d.deadline.IsZero() {
-		timer = time.NewTimer(time.Until(d.deadline))
-		defer timer.Stop()
+		timer = newLookTimer()
+		timer.resetAt(d.deadline)
+		defer timer.stop()
 		timerC = timer.C
 	}
-	var pollC <-chan time.Time
+	var pollC <-chan struct{}
 	if d.looks != nil {
 		pollC = d.looks.C
 	}
@@ -181,7 +185,7 @@ func (s *Session) follow(ctx context.Context, d *decider, read func() round, not
 			return because, method
 		}
 		if retry > 0 && timer != nil {
-			timer.Reset(retry)
+			timer.resetAt(time.Now().Add(retry))
 		}
 		if r.eof {
 			// The stream has ended but the exit is not known yet (or does not end the
@@ -194,7 +198,7 @@ func (s *Session) follow(ctx context.Context, d *decider, read func() round, not
 		case <-exited:
 		case <-timerC:
 			if !s.isExited() {
-				timer.Reset(time.Until(d.deadline))
+				timer.resetAt(d.deadline)
 			}
 		case <-pollC:
 		case <-ctx.Done():
