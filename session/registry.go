@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -46,6 +47,7 @@ type registry struct {
 	idFile string // where the bound of the short ids given so far is kept
 	self   int
 	start  uint64
+	name   string // the log's file name in dir (logName)
 
 	mu    sync.Mutex        // last in the lock order (doc.go): taken under Manager.mu or Session.mu
 	log   *os.File          // this manager's log, opened at init; nil: the registry is off
@@ -161,22 +163,33 @@ func (r *registry) init(stateDir string, log func(string, ...any)) {
 		}
 		self := os.Getpid()
 		start := procStart(self)
-		f, err := os.OpenFile(filepath.Join(dir, logName(self, start)), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+		name := logName(self, start, logSeq.Add(1)-1)
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
 		if err != nil {
 			log("registry off", "dir", dir, "err", err)
 			return
 		}
 		holdLog(f)
-		r.dir, r.self, r.start, r.log, r.live = dir, self, start, f, map[string][]byte{}
+		r.dir, r.self, r.start, r.name, r.log, r.live = dir, self, start, name, f, map[string][]byte{}
 		// The sweep goroutine ends once every stale session is gone (bounded by the
 		// kill sequence's grace period).
 		go r.sweepStale(log)
 	})
 }
 
-// logName is the name of the log of the manager pid started at start.
-func logName(pid int, start uint64) string {
-	return strconv.Itoa(pid) + "-" + strconv.FormatUint(start, 10) + ".log"
+// logSeq numbers the managers of this process that opened a log (an embedder, or a test,
+// may run several over one state directory): each has its own file, so none truncates
+// another's entries or waits forever for another's lock on it (holdLog).
+var logSeq atomic.Uint64
+
+// logName is the name of the log of the manager numbered seq (logSeq) in process pid
+// started at start: "<pid>-<start>.log" for the first, "<pid>-<start>-<seq>.log" after.
+func logName(pid int, start, seq uint64) string {
+	name := strconv.Itoa(pid) + "-" + strconv.FormatUint(start, 10)
+	if seq > 0 {
+		name += "-" + strconv.FormatUint(seq, 10)
+	}
+	return name + ".log"
 }
 
 // add records a started session: one append to the manager's log. Errors cost only the
@@ -225,7 +238,7 @@ func (r *registry) close() {
 	r.log.Close()
 	r.log = nil
 	if len(r.live) == 0 {
-		os.Remove(filepath.Join(r.dir, logName(r.self, r.start)))
+		os.Remove(filepath.Join(r.dir, r.name))
 	}
 }
 
@@ -245,7 +258,7 @@ func (r *registry) rewrite() {
 	if r.log == nil {
 		return
 	}
-	name := filepath.Join(r.dir, logName(r.self, r.start))
+	name := filepath.Join(r.dir, r.name)
 	var buf []byte
 	for _, line := range r.live {
 		buf = append(buf, line...)
@@ -434,7 +447,8 @@ func ownerAlive(pid int, start uint64) bool {
 	return pid > 0 && start != 0 && procStart(pid) == start
 }
 
-// logOwner parses the owner of a log from its name ("<pid>-<start>.log").
+// logOwner parses the owner of a log from its name ("<pid>-<start>.log", or
+// "<pid>-<start>-<seq>.log").
 func logOwner(name string) (pid int, start uint64, ok bool) {
 	base, found := strings.CutSuffix(name, ".log")
 	if !found {
@@ -443,6 +457,13 @@ func logOwner(name string) (pid int, start uint64, ok bool) {
 	p, st, found := strings.Cut(base, "-")
 	if !found {
 		return 0, 0, false
+	}
+	if before, seq, more := strings.Cut(st, "-"); more {
+		// The log of a later manager of that process (logName).
+		if _, err := strconv.ParseUint(seq, 10, 64); err != nil {
+			return 0, 0, false
+		}
+		st = before
 	}
 	pid, err1 := strconv.Atoi(p)
 	start, err2 := strconv.ParseUint(st, 10, 64)

@@ -45,7 +45,7 @@ func TestRegistrySweepsDeadOwnersLog(t *testing.T) {
 		b, _ := json.Marshal(regEntry{UUID: id, Leader: leader, LeaderStart: ls, Owner: owner, OwnerStart: ownerStart})
 		return "+" + string(b) + "\n"
 	}
-	dead := filepath.Join(dir, logName(owner, ownerStart))
+	dead := filepath.Join(dir, logName(owner, ownerStart, 0))
 	content := line(ended, 1, 1) + line(uuid, cmd.Process.Pid, start) + "-" + ended + "\n" + "+{torn"
 	if err := os.WriteFile(dead, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestRegistrySweepsDeadOwnersLog(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // the sweep removes the log after the kill
 	}
-	if _, err := os.Stat(filepath.Join(dir, logName(r.self, r.start))); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, r.name)); err != nil {
 		t.Errorf("this manager's log: %v", err)
 	}
 }
@@ -79,7 +79,7 @@ func TestRegistryLogStaysSmall(t *testing.T) {
 	state := t.TempDir()
 	var r registry
 	r.init(state, func(string, ...any) {})
-	path := filepath.Join(state, "registry", logName(r.self, r.start))
+	path := filepath.Join(state, "registry", r.name)
 	var keep []string
 	for i := range 5000 {
 		s := &Session{uuid: "uuid-" + strconv.Itoa(i), pid: os.Getpid()}
@@ -248,5 +248,57 @@ func TestReserveIDsFloorAndFallback(t *testing.T) {
 	gone := &registry{idFile: filepath.Join(dir, "missing", "session-ids")}
 	if first, err := gone.reserveIDs(7, 64); first != 8 || err == nil {
 		t.Errorf("unwritable: first %d, %v; want 8 and an error", first, err)
+	}
+}
+
+// Two managers of one process over one state directory (an embedder's, or tests') each
+// keep a log of their own: the second neither truncates the first's entries nor waits
+// for the first's lock on its log.
+func TestManagersOfOneProcessKeepTheirLogs(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	a, err := NewManager(Options{NoRecord: true, StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(context.Background()) })
+	ra, err := a.NewClient("t").Exec(context.Background(), ExecRequest{Argv: []string{"sleep", "60"}, YieldTimeMs: new(int64(1))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewManager(Options{NoRecord: true, StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close(context.Background()) })
+	started := make(chan error, 1)
+	go func() {
+		_, err := b.NewClient("t").Exec(context.Background(), ExecRequest{Argv: []string{"true"}})
+		started <- err
+	}()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the second manager's first start never returned (waiting for the first's log lock)")
+	}
+	if a.reg.name == b.reg.name {
+		t.Fatalf("both managers log to %s", a.reg.name)
+	}
+	if pid, start, ok := logOwner(b.reg.name); !ok || pid != os.Getpid() || start != b.reg.start {
+		t.Errorf("logOwner(%q) = %d, %d, %v", b.reg.name, pid, start, ok)
+	}
+	s, err := a.lookup(ra.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, e := range readEntries(filepath.Join(state, "registry", a.reg.name)) {
+		found = found || e.UUID == s.uuid
+	}
+	if !found {
+		t.Errorf("the first manager's log lost its running session %s", s.uuid)
 	}
 }
