@@ -47,8 +47,10 @@ const hostSlice = 3 * time.Millisecond
 // wakes). Measured on 2 CPUs under load 11-14 (1 GiB flood through ptyhub mcp, two
 // alternated pairs): 21.6 and 22.4 s against 40.3 and 36.3 s, process CPU 7.4 and
 // 8.2 s/GiB against 11.7 and 9.9, read system calls 273k and 271k against 345k and
-// 346k. The cost: on a busy machine a woken ptyhub thread preempts another task less
-// readily. A REPL turn through ptyhub mcp measured the same within noise (medians
+// 346k. On a quiet machine (load under 3, three pairs) the flood is the same within
+// 2% (16.9-17.7 s, 11.1-11.7 s/GiB of CPU), with 10-15% fewer voluntary context
+// switches: the gain is under load. The cost: on a busy machine a woken ptyhub thread
+// preempts another task less readily. A REPL turn through ptyhub mcp measured the same within noise (medians
 // +0.54-0.67 ms over the floor against +0.52-1.13, three alternated pairs at load
 // 11-13); with a 20 ms slice it was 0.05-0.25 ms slower, so the slice is short.
 func hostingSlice() {
