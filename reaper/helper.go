@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ptyhub/ptyhub/internal/schedslice"
 	"github.com/ptyhub/ptyhub/proc"
 )
 
@@ -133,6 +134,9 @@ func helperMain() int {
 		// Every fork happens on this thread (spawn runs in this loop). It is never the
 		// main thread (init holds that one), to which the kernel re-parents orphans.
 		runtime.LockOSThread()
+		// Its children get the kernel's default time slice, whatever this process
+		// inherited from its manager (a hosting process runs with a longer one).
+		schedslice.Set(0, 0)
 		h.mu.Lock()
 		h.spawner = threadID()
 		h.mu.Unlock()
