@@ -42,7 +42,7 @@ func TestRegistryLeavesHeldLog(t *testing.T) {
 	}
 	owner, ownerStart := os.Getpid(), uint64(1)
 	b, _ := json.Marshal(regEntry{UUID: uuid, Leader: cmd.Process.Pid, LeaderStart: start, Owner: owner, OwnerStart: ownerStart})
-	path := filepath.Join(dir, logName(owner, ownerStart))
+	path := filepath.Join(dir, logName(owner, ownerStart, 0))
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
