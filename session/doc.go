@@ -55,10 +55,7 @@
 // reaper's death (it ends with the reaper), and the registry's sweep of stale entries
 // ends after one pass. Per process: heldExits' goroutine waits for held leaders' exits;
 // it starts with the first one watched and ends once the set has stayed empty for
-// heldLinger (a timer closes the set). lookClock's goroutine fires the follow loops'
-// timers (their looks and deadlines) from a timerfd; it starts with the first timer set
-// and ends once none was set for lookClockLinger (the timerfd, armed for that moment,
-// fires with none set).
+// heldLinger (a timer closes the set).
 //
 // A call never waits past its deadline on a goroutine of the session: collect (the
 // follow loop in follow.go, its reading in collect.go, its decisions in the decider) is
@@ -66,7 +63,7 @@
 //
 // # Lock order
 //
-// The package has 17 mutexes. Where two are held at once, they are taken in this order
+// The package has 16 mutexes. Where two are held at once, they are taken in this order
 // (an outer one first); each is documented in this order where it is declared:
 //
 //  1. Session.collectMu (the agent cursor; held for a whole collect)
@@ -77,11 +74,11 @@
 //     attachment at a time)
 //  6. registry.mu (the registry log; taken under Manager.mu or Session.mu)
 //
-// The others are leaves: nothing else is taken while one is held. They are Manager.rmu
-// (the reaper and the manager's faults; taken under Client.mu), Session.qmu (the input
-// queue and whether a writer runs), heldWatch.mu (the watched pidfds of held leaders),
-// timerClock.mu (the follow loops' timers set on the clock), Session.matchMu (the patterns
-// matched), askState.mu (a pending ask), recorder.mu (a transcript's queued events),
-// recorders.mu (the live recorders), worldCache.mu (a client's session environments) and
-// pruneMu (the last retention pass per directory).
+// The others are leaves: nothing else is taken while one is held. They are
+// Manager.rmu (the reaper and the manager's faults; taken under Client.mu), Session.qmu
+// (the input queue and whether a writer runs), heldWatch.mu (the watched pidfds of held
+// leaders), Session.matchMu (the patterns matched), askState.mu (a pending ask),
+// recorder.mu (a transcript's queued events), recorders.mu (the live recorders),
+// worldCache.mu (a client's session environments) and pruneMu (the last retention pass
+// per directory).
 package session

@@ -142,18 +142,14 @@ func (s *Session) follow(ctx context.Context, d *decider, read func() round, not
 	if d.now == nil {
 		d.now = time.Now
 	}
-	// The deadline's timer is the clock's, like the looks' (lookTimer): a Go timer for a
-	// short yield (the CLI's 250 ms) is sooner than the runtime's poller sleeps, and
-	// setting it broke that sleep at every call.
-	var timer *lookTimer
-	var timerC <-chan struct{}
+	var timer *time.Timer
+	var timerC <-chan time.Time
 	if !d.deadline.IsZero() {
-		timer = newLookTimer()
-		timer.resetAt(d.deadline)
-		defer timer.stop()
+		timer = time.NewTimer(time.Until(d.deadline))
+		defer timer.Stop()
 		timerC = timer.C
 	}
-	var pollC <-chan struct{}
+	var pollC <-chan time.Time
 	if d.looks != nil {
 		pollC = d.looks.C
 	}
@@ -185,7 +181,7 @@ func (s *Session) follow(ctx context.Context, d *decider, read func() round, not
 			return because, method
 		}
 		if retry > 0 && timer != nil {
-			timer.resetAt(time.Now().Add(retry))
+			timer.Reset(retry)
 		}
 		if r.eof {
 			// The stream has ended but the exit is not known yet (or does not end the
@@ -198,7 +194,7 @@ func (s *Session) follow(ctx context.Context, d *decider, read func() round, not
 		case <-exited:
 		case <-timerC:
 			if !s.isExited() {
-				timer.resetAt(d.deadline)
+				timer.Reset(time.Until(d.deadline))
 			}
 		case <-pollC:
 		case <-ctx.Done():

@@ -7,9 +7,7 @@ import (
 // waitBackoff is how long a loop waits between two looks at whether the program waits
 // for input while it prints nothing (nothing else would wake it when a program blocks
 // silently): the first look is at once when output stops, then these gaps, the last one
-// repeating. A look costs a few /proc reads (tens of µs). A timed look comes no sooner
-// than a millisecond after its timer is set (clockMinDelay): the first two gaps are a
-// millisecond in effect.
+// repeating. A look costs a few /proc reads (tens of µs).
 var waitBackoff = [...]time.Duration{
 	200 * time.Microsecond, 500 * time.Microsecond, time.Millisecond,
 	2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond,
@@ -33,8 +31,8 @@ const waitSpinRunning = 2 * time.Millisecond
 // timer for waitSpin, then looks spaced by waitBackoff while nothing is printed. C wakes
 // the loop when the next look is due. Owned by that loop; stop releases the timer.
 type lookSchedule struct {
-	timer   *lookTimer // the clock's (lookclock_linux.go)
-	C       <-chan struct{}
+	timer   *time.Timer
+	C       <-chan time.Time
 	lastOut time.Time // when output last arrived (or the loop began)
 	next    time.Time // when the next look is due
 	step    int       // index in waitBackoff of the gap after the next failed look
@@ -42,11 +40,12 @@ type lookSchedule struct {
 }
 
 func newLookSchedule(now time.Time) *lookSchedule {
-	t := newLookTimer()
+	t := time.NewTimer(time.Hour)
+	t.Stop()
 	return &lookSchedule{timer: t, C: t.C, lastOut: now, next: now}
 }
 
-func (l *lookSchedule) stop() { l.timer.stop() }
+func (l *lookSchedule) stop() { l.timer.Stop() }
 
 // output notes that output arrived at now: the next look is due at once. During a flood
 // a look stops at its first, cheap step (output not settled: one poll(2)).
@@ -118,6 +117,6 @@ func (l *lookSchedule) look(now time.Time, settled, running func() bool, try fun
 		l.next = now.Add(waitBackoff[l.step])
 		l.step = min(l.step+1, len(waitBackoff)-1)
 	}
-	l.timer.resetAt(l.next)
+	l.timer.Reset(time.Until(l.next))
 	return false
 }
