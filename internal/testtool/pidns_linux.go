@@ -61,8 +61,16 @@ type Reuser struct {
 // ns_last_pid to pid-1 makes the next fork get pid unless it is still taken, in which
 // case the reuser is stopped and the next one tries again. The process is ended when t
 // ends.
+//
+// It first waits for the kernel's clock to pass the tick it reads at entry: a process's
+// identity is its pid and its start in clock ticks (10 ms), and the old owner started
+// before TakePid was called, so the reuser never shares its start (a reuse within one
+// tick cannot be told apart, which the tests state rather than hit by chance).
 func TakePid(t *testing.T, pid int) *Reuser {
 	t.Helper()
+	for entry := bootTicks(t); bootTicks(t) <= entry+1; {
+		time.Sleep(time.Millisecond) // a clock's tick to pass, not another process's step
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for tries := 1; ; tries++ {
 		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0); err != nil {
@@ -148,4 +156,22 @@ func (r *Reuser) stop(t *testing.T) {
 	if err := r.cmd.Wait(); err != nil {
 		t.Errorf("the unrelated process %d: %v", r.cmd.Process.Pid, err)
 	}
+}
+
+// bootTicks is the time since boot in the clock ticks (1/100 s) of a process's start time
+// in /proc/PID/stat, from /proc/uptime (the same boot-time clock, cut to 1/100 s).
+func bootTicks(t *testing.T) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, _, _ := strings.Cut(string(b), " ")
+	sec, frac, _ := strings.Cut(up, ".")
+	s, err1 := strconv.ParseUint(sec, 10, 64)
+	c, err2 := strconv.ParseUint(frac, 10, 64)
+	if err1 != nil || err2 != nil || len(frac) != 2 {
+		t.Fatalf("/proc/uptime: %q", b)
+	}
+	return s*100 + c
 }
