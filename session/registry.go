@@ -379,19 +379,12 @@ func (r *registry) sweepStale(log func(string, ...any)) {
 	}
 }
 
-// holdLog takes an exclusive flock on a manager's log, kept until the file is closed (the
-// manager's end, or its death): the sign that the manager lives that holds in every pid
-// namespace, where its pid and start time hold only in its own (see logHeld). It waits
-// for a sweep's look (logHeld's shared lock, held for a moment) rather than fail beside
-// it. A failure costs only that sign.
-func holdLog(f *os.File) {
-	if rc, err := f.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) {
-			for unix.Flock(int(fd), unix.LOCK_EX) == unix.EINTR {
-			}
-		})
-	}
-}
+// holdLog takes an exclusive flock on a manager's log (transcript.Hold), kept until the
+// file is closed (the manager's end, or its death): the sign that the manager lives that
+// holds in every pid namespace, where its pid and start time hold only in its own (see
+// logHeld). It waits for a sweep's look (logHeld's shared lock, held for a moment) rather
+// than fail beside it. A failure costs only that sign.
+func holdLog(f *os.File) { transcript.Hold(f) }
 
 // logHeld reports whether a live manager holds the log at path (holdLog). A manager in
 // another pid namespace sharing the state directory (a container with the user's home
@@ -404,20 +397,7 @@ func logHeld(path string) bool {
 		return false
 	}
 	defer f.Close()
-	held := false
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return false
-	}
-	rc.Control(func(fd uintptr) {
-		switch err := unix.Flock(int(fd), unix.LOCK_SH|unix.LOCK_NB); err {
-		case nil:
-			unix.Flock(int(fd), unix.LOCK_UN)
-		case unix.EWOULDBLOCK:
-			held = true
-		}
-	})
-	if held {
+	if transcript.Held(f) {
 		return true
 	}
 	var a, b unix.Stat_t

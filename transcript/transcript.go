@@ -211,6 +211,28 @@ func locked(path string) bool {
 		return false
 	}
 	defer f.Close()
-	err = flock(f, syscall.LOCK_SH|syscall.LOCK_NB)
+	return Held(f)
+}
+
+// Held reports whether another open file holds an exclusive flock on f's file (a live
+// writer of a transcript, a live manager's registry log): it tries a shared lock without
+// waiting and, when it gets one, lets it go at once. f must be a file of the caller's own
+// opening, holding no lock.
+func Held(f *os.File) bool {
+	err := flock(f, syscall.LOCK_SH|syscall.LOCK_NB)
+	if err == nil {
+		flock(f, syscall.LOCK_UN)
+	}
 	return errors.Is(err, syscall.EWOULDBLOCK)
+}
+
+// Hold takes an exclusive flock on f, kept until f is closed (or its process dies): the
+// sign Held sees. It waits while another holds a lock on the file (a Held probe's shared
+// one lasts a moment).
+func Hold(f *os.File) error {
+	for {
+		if err := flock(f, syscall.LOCK_EX); !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
 }
