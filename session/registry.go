@@ -573,15 +573,6 @@ func (w *procSweep) find() []proc.Ref {
 	return refs
 }
 
-// sessionProcs is one round of a procSweep of sessions (see find), as pids.
-func sessionProcs(sessions map[string]regEntry) []int {
-	var pids []int
-	for _, r := range newProcSweep(sessions).find() {
-		pids = append(pids, r.PID)
-	}
-	return pids
-}
-
 // lookupEnv is proc.LookupEnv; a test stands in for it to show a process as caught
 // inside an exec (a window it cannot hold open).
 var lookupEnv = proc.LookupEnv

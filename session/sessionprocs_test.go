@@ -141,3 +141,12 @@ func TestSessionProcsLeavesServers(t *testing.T) {
 		}
 	}
 }
+
+// sessionProcs is one round of a procSweep of sessions (see find), as pids.
+func sessionProcs(sessions map[string]regEntry) []int {
+	var pids []int
+	for _, r := range newProcSweep(sessions).find() {
+		pids = append(pids, r.PID)
+	}
+	return pids
+}
